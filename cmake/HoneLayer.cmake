@@ -1,0 +1,47 @@
+# hone_layer(NAME <layer> SOURCES ... DEPS ... [TESTS ...] [SLOW_TESTS ...] [GPU_TESTS ...])
+# Declares the static library hone_<layer> and, when tests are on, its test
+# binaries: hone_<layer>_tests (fast, label "fast"), hone_<layer>_slow_tests
+# (real llama-server and other real engines, label "slow") and
+# hone_<layer>_gpu_tests (label "gpu"; they skip cleanly without a GPU).
+# A layer can only include what it links.
+set(HONE_WARNINGS -Wall -Wextra -Wshadow=local -Wnon-virtual-dtor -Wno-missing-field-initializers)
+
+function(hone_add_test_binary name label)
+  add_executable(${name} ${ARGN})
+  target_compile_options(${name} PRIVATE ${HONE_WARNINGS})
+  if(HONE_WERROR)
+    target_compile_options(${name} PRIVATE -Werror)
+  endif()
+  target_link_libraries(${name} PRIVATE hone_testing GTest::gmock GTest::gtest_main)
+  gtest_discover_tests(${name}
+    DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS ${label} TIMEOUT 1200
+               ENVIRONMENT "HONE_DATA_DIR=${CMAKE_SOURCE_DIR};HONE_BINARY_DIR=${CMAKE_BINARY_DIR}")
+endfunction()
+
+function(hone_layer)
+  cmake_parse_arguments(L "" "NAME" "SOURCES;DEPS;TESTS;SLOW_TESTS;GPU_TESTS;TEST_DEPS" ${ARGN})
+  set(lib hone_${L_NAME})
+  add_library(${lib} STATIC ${L_SOURCES})
+  target_include_directories(${lib} PUBLIC ${CMAKE_SOURCE_DIR}/src)
+  target_compile_options(${lib} PRIVATE ${HONE_WARNINGS})
+  if(HONE_WERROR)
+    target_compile_options(${lib} PRIVATE -Werror)
+  endif()
+  target_link_libraries(${lib} PUBLIC ${L_DEPS})
+  if(NOT HONE_BUILD_TESTS)
+    return()
+  endif()
+  if(L_TESTS)
+    hone_add_test_binary(hone_${L_NAME}_tests fast ${L_TESTS})
+    target_link_libraries(hone_${L_NAME}_tests PRIVATE ${lib} ${L_TEST_DEPS})
+  endif()
+  if(L_SLOW_TESTS)
+    hone_add_test_binary(hone_${L_NAME}_slow_tests slow ${L_SLOW_TESTS})
+    target_link_libraries(hone_${L_NAME}_slow_tests PRIVATE ${lib} ${L_TEST_DEPS})
+  endif()
+  if(L_GPU_TESTS)
+    hone_add_test_binary(hone_${L_NAME}_gpu_tests gpu ${L_GPU_TESTS})
+    target_link_libraries(hone_${L_NAME}_gpu_tests PRIVATE ${lib} ${L_TEST_DEPS})
+  endif()
+endfunction()

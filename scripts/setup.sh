@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what hone needs to build and run, from Debian packages only. Idempotent:
+# packages already present are not touched, so a second run takes a second.
+set -euo pipefail
+
+PACKAGES=(
+  g++ cmake ninja-build ccache pkg-config git
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libsqlite3-dev libssl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# Commands that may come from elsewhere than Debian (e.g. nodesource's nodejs bundles
+# npm): install the Debian package only when the command is missing.
+declare -A COMMANDS=(
+  [npm]=npm            # `npm pack` fetches llama.cpp's source (node-llama-cpp's git bundle)
+  [python3]=python3    # the reference client of the benchmark-client speed check
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+for c in "${!COMMANDS[@]}"; do
+  command -v "$c" >/dev/null || missing+=("${COMMANDS[$c]}")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+echo "setup: all packages present"

@@ -1,0 +1,26 @@
+// The subcommands. Each registers its flags on a CLI11 app and returns the exit code
+// when run. Errors print one line "hone: error: <cause>" and return a non-zero code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+#include "cli/context.h"
+#include "core/error.h"
+
+namespace hone::cli {
+
+// A registered subcommand's action (run after parsing).
+using Action = std::function<int()>;
+
+Action RegisterProvision(CLI::App& app, const Context& ctx);
+Action RegisterModel(CLI::App& app, const Context& ctx);
+Action RegisterServe(CLI::App& app, const Context& ctx);
+
+// Prints an error line (with the log excerpt / hint when present) and returns 1
+// (2 for invalid arguments, 130 for interrupts).
+int ReportError(const Error& e);
+
+}  // namespace hone::cli

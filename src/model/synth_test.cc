@@ -1,0 +1,120 @@
+#include "model/synth.h"
+
+#include <gtest/gtest.h>
+
+#include "sys/files.h"
+#include "testing/test_util.h"
+
+namespace hone::model {
+namespace {
+
+class SynthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = sys::TempDir::Create("hone-synth");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+    // A small stand-in for llama.cpp's vocab-only files: 300 tokens, some BYTE-typed.
+    GgufWriter w;
+    w.AddKv("general.architecture", GgufValue::Str("llama"));
+    w.AddKv("tokenizer.ggml.model", GgufValue::Str("llama"));
+    GgufValue tokens, types;
+    tokens.type = types.type = GgufType::kArray;
+    tokens.elem_type = GgufType::kString;
+    types.elem_type = GgufType::kI32;
+    for (int i = 0; i < 300; ++i) {
+      tokens.arr.push_back(GgufValue::Str("tok" + std::to_string(i)));
+      types.arr.push_back(GgufValue::I32(i >= 3 && i < 259 ? 6 : 1));
+    }
+    w.AddKv("tokenizer.ggml.tokens", tokens);
+    w.AddKv("tokenizer.ggml.token_type", types);
+    vocab_ = (dir_->path() / "vocab.gguf").string();
+    ASSERT_OK(w.Write(vocab_));
+  }
+
+  ModelShape Tiny() {
+    ModelShape s;
+    s.name = "t";
+    s.n_layer = 2;
+    s.n_embd = 64;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_ff = 128;
+    s.n_ctx = 256;
+    return s;
+  }
+
+  std::unique_ptr<sys::TempDir> dir_;
+  std::string vocab_;
+};
+
+TEST_F(SynthTest, WritesALlamaModelThatReadsBack) {
+  SynthOptions o{.shape = Tiny(), .seed = 7, .vocab_path = vocab_, .out_path = (dir_->path() / "m.gguf").string()};
+  ASSERT_OK_AND_ASSIGN(SynthResult r, SynthesizeModel(o));
+  EXPECT_EQ(r.n_vocab, 300);
+  ASSERT_OK_AND_ASSIGN(GgufFile f, ReadGguf(r.path));
+  EXPECT_EQ(*f.Str("general.architecture"), "llama");
+  EXPECT_EQ(*f.Int("llama.block_count"), 2);
+  EXPECT_EQ(*f.Int("llama.attention.head_count_kv"), 2);
+  EXPECT_EQ(*f.Int("llama.rope.dimension_count"), 16);
+  EXPECT_TRUE(f.Str("tokenizer.chat_template"));
+  EXPECT_EQ(f.ParameterCount(), r.parameters);
+  EXPECT_EQ(f.tensors.size(), 3u + 9u * 2u);
+  // Byte tokens were re-typed NORMAL.
+  for (const auto& t : f.Find("tokenizer.ggml.token_type")->arr) EXPECT_EQ(*t.AsInt(), 1);
+}
+
+TEST_F(SynthTest, DeterministicForASeed) {
+  auto make = [&](uint64_t seed, const std::string& name) {
+    SynthOptions o{.shape = Tiny(), .seed = seed, .vocab_path = vocab_, .out_path = (dir_->path() / name).string()};
+    EXPECT_OK(SynthesizeModel(o));
+    return *sys::Sha256File(o.out_path);
+  };
+  EXPECT_EQ(make(1, "a.gguf"), make(1, "b.gguf"));
+  EXPECT_NE(make(1, "a.gguf"), make(2, "c.gguf"));
+}
+
+TEST_F(SynthTest, BadShapesNameTheRule) {
+  ModelShape s = Tiny();
+  s.n_head = 3;
+  auto r = SynthesizeModel({.shape = s, .vocab_path = vocab_, .out_path = (dir_->path() / "x.gguf").string()});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, "hidden (64) must be a multiple of heads (3)");
+  s = Tiny();
+  s.n_head_kv = 3;
+  EXPECT_EQ(s.Validate().error().message, "heads (4) must be a multiple of kv_heads (3)");
+}
+
+TEST_F(SynthTest, MissingVocabIsNamed) {
+  auto r = SynthesizeModel({.shape = Tiny(), .vocab_path = "/no/vocab.gguf", .out_path = (dir_->path() / "x.gguf").string()});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kNotFound);
+  EXPECT_EQ(r.error().message, "vocab file not found: /no/vocab.gguf");
+}
+
+TEST_F(SynthTest, PresetsAndShapeFiles) {
+  std::string presets = (testing::SourceDir() / "data/synth_presets.yaml").string();
+  ASSERT_OK_AND_ASSIGN(ModelShape small, LoadShapePreset("small", presets));
+  EXPECT_EQ(small.n_layer, 8);
+  EXPECT_EQ(small.ParameterCount(32000), 155'730'944u);  // the reference probe's 155.7M
+  auto unknown = LoadShapePreset("huge", presets);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("unknown model preset 'huge' (known: tiny, small"), std::string::npos);
+
+  std::string hf = (dir_->path() / "config.json").string();
+  ASSERT_OK(sys::WriteFileAtomic(hf, R"({"num_hidden_layers": 4, "hidden_size": 256, "num_attention_heads": 8,
+    "num_key_value_heads": 2, "intermediate_size": 512, "max_position_embeddings": 1024})"));
+  ASSERT_OK_AND_ASSIGN(ModelShape s, LoadShapeFile(hf));
+  EXPECT_EQ(s.n_head_kv, 2);
+  EXPECT_EQ(s.n_ctx, 1024);
+
+  ASSERT_OK(sys::WriteFileAtomic(hf, R"({"num_hidden_layers": 4, "hidden_size": 250, "num_attention_heads": 5,
+    "intermediate_size": 512})"));
+  auto bad = LoadShapeFile(hf);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("config.json:1:1: "), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("multiples of 32"), std::string::npos) << bad.error().message;
+}
+
+}  // namespace
+}  // namespace hone::model

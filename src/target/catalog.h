@@ -1,0 +1,88 @@
+// KnobCatalog: what a serving framework lets hone change, as data.
+//
+// A catalog file (catalogs/<framework>/<version-range>.yaml) lists each knob's flag or
+// environment variable, type and legal values, default, category, accuracy risk,
+// dependencies and conflicts, and a short "why". The adapter turns a Config into a
+// command line through it; the search reads it to propose candidates; Validate()
+// rejects a Config the framework would refuse (unknown knob, bad value, a conflict),
+// so such candidates are never launched. Immutable after Load; safe to share.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace hone::target {
+
+enum class KnobType { kInt, kFloat, kBool, kEnum, kString };
+std::string_view KnobTypeName(KnobType t);
+
+// "knob=value" or "knob!=value"; a condition on a Config.
+struct Condition {
+  std::string knob;
+  std::string value;
+  bool negate = false;
+  // Whether `config` (with `catalog` defaults filling absent knobs) satisfies it.
+  std::string ToString() const { return knob + (negate ? "!=" : "=") + value; }
+};
+
+struct Knob {
+  std::string name;
+  std::string flag;           // "--threads"; empty for env-only knobs
+  std::string negative_flag;  // bools: flag that turns it off ("--no-cont-batching")
+  std::string env;            // environment variable, when the knob is one
+  KnobType type = KnobType::kString;
+  std::vector<std::string> choices;        // enum values
+  std::optional<double> min, max;          // numeric range
+  std::vector<std::string> search_values;  // values a search may try (subset of legal ones)
+  std::string default_value;               // the framework's default, as text ("auto" allowed)
+  std::string category;                    // threads, batching, scheduling, cache, precision, ...
+  std::string accuracy_risk = "none";      // none | low | medium | high
+  std::vector<Condition> requires_;        // all must hold when this knob is set
+  std::vector<Condition> conflicts;        // none may hold when this knob is set
+  std::string applies_to = "any";          // cpu | gpu | any
+  std::string why;
+  bool artifact = false;  // changes the model artifact (weight precision), not a flag
+  bool searchable = true;
+
+  Status ValidateValue(const std::string& value) const;
+};
+
+class KnobCatalog {
+ public:
+  static Result<KnobCatalog> Load(const std::string& path);
+
+  const std::string& framework() const { return framework_; }
+  const std::string& versions() const { return versions_; }
+  const std::string& path() const { return path_; }
+  const std::vector<Knob>& knobs() const { return knobs_; }
+  const Knob* Find(const std::string& name) const;
+
+  // The value a knob has in `config`, or its catalog default.
+  std::string ValueOf(const Config& config, const Knob& knob) const;
+  bool Holds(const Config& config, const Condition& c) const;
+  // Unknown knobs, illegal values, unmet requirements and conflicts are errors that
+  // name the knob and the rule.
+  Status Validate(const Config& config) const;
+
+ private:
+  std::string framework_;
+  std::string versions_;
+  std::string path_;
+  std::vector<Knob> knobs_;
+};
+
+// Picks the catalog in `catalogs_dir/<framework>/` whose version range contains
+// `version` ("0.4.0"); falls back to the newest when none matches (with a note).
+Result<KnobCatalog> LoadCatalogFor(const std::string& catalogs_dir, const std::string& framework,
+                                   const std::string& version);
+
+// Compares dotted versions numerically ("0.10.1" > "0.9"); -1, 0, 1.
+int CompareVersions(const std::string& a, const std::string& b);
+// ">=0.4.0,<0.5" style ranges; "*" matches everything.
+bool VersionInRange(const std::string& version, const std::string& range);
+
+}  // namespace hone::target

@@ -1,0 +1,94 @@
+#include "target/catalog.h"
+
+#include <gtest/gtest.h>
+
+#include "sys/files.h"
+#include "target/adapter.h"
+#include "testing/test_util.h"
+
+namespace hone::target {
+namespace {
+
+class CatalogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = sys::TempDir::Create("hone-cat");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+  }
+  Result<KnobCatalog> LoadText(const std::string& text) {
+    std::string p = (dir_->path() / "c.yaml").string();
+    EXPECT_OK(sys::WriteFileAtomic(p, text));
+    return KnobCatalog::Load(p);
+  }
+  std::unique_ptr<sys::TempDir> dir_;
+};
+
+constexpr const char* kSmall = R"(framework: demo
+versions: ">=1.0,<2"
+knobs:
+  - {name: threads, flag: --threads, type: int, min: 1, max: 64, category: threads, default: auto}
+  - {name: fa, flag: --flash-attn, type: enum, choices: ["on", "off", "auto"], default: auto, category: attention}
+  - {name: kv, flag: --kv, type: enum, choices: [f16, q8_0], default: f16, category: precision, accuracy_risk: medium,
+     conflicts: ["fa=off"]}
+  - {name: cb, flag: --cb, negative_flag: --no-cb, type: bool, default: "on", category: scheduling}
+  - {name: omp, env: OMP_WAIT_POLICY, type: enum, choices: [active, passive], category: threads}
+  - {name: spec_n, flag: --spec-n, type: int, min: 1, max: 8, default: "3", category: speculative, requires: ["fa!=off"]}
+)";
+
+TEST_F(CatalogTest, ValidatesValuesAndConflicts) {
+  ASSERT_OK_AND_ASSIGN(KnobCatalog c, LoadText(kSmall));
+  EXPECT_EQ(c.framework(), "demo");
+  EXPECT_OK(c.Validate(Config{{"threads", "2"}, {"kv", "q8_0"}}));
+  EXPECT_EQ(c.Validate(Config{{"threads", "0"}}).error().message, "knob threads=0: below the minimum 1");
+  EXPECT_EQ(c.Validate(Config{{"fa", "maybe"}}).error().message, "knob fa=maybe: not one of: on, off, auto");
+  EXPECT_EQ(c.Validate(Config{{"bogus", "1"}}).error().message.substr(0, 29), "unknown knob 'bogus' for demo");
+  EXPECT_EQ(c.Validate(Config{{"kv", "q8_0"}, {"fa", "off"}}).error().message, "knob kv=q8_0 conflicts with fa=off");
+  EXPECT_EQ(c.Validate(Config{{"spec_n", "4"}, {"fa", "off"}}).error().message, "knob spec_n=4 requires fa!=off");
+  EXPECT_OK(c.Validate(Config{{"spec_n", "4"}}));  // fa defaults to auto
+}
+
+TEST_F(CatalogTest, RendersFlagsBoolsAndEnv) {
+  ASSERT_OK_AND_ASSIGN(KnobCatalog c, LoadText(kSmall));
+  LaunchSpec spec;
+  spec.argv = {"srv"};
+  ASSERT_OK(AppendKnobs(c, Config{{"cb", "off"}, {"omp", "passive"}, {"threads", "2"}}, spec));
+  EXPECT_EQ(spec.argv, (std::vector<std::string>{"srv", "--no-cb", "--threads", "2"}));
+  EXPECT_EQ(spec.env.at("OMP_WAIT_POLICY"), "passive");
+  EXPECT_EQ(spec.ShellCommand(), "OMP_WAIT_POLICY=passive srv --no-cb --threads 2");
+}
+
+TEST_F(CatalogTest, BadCatalogsNameTheProblem) {
+  auto r = LoadText("framework: x\nknobs:\n  - {name: a, type: int, category: c}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("needs a flag, an env or artifact"), std::string::npos) << r.error().message;
+  r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: enum, choices: [x], category: c, requires: [\"b=1\"]}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("unknown knob 'b'"), std::string::npos);
+  r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, search: [\"x\"]}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("not an integer"), std::string::npos);
+}
+
+TEST(VersionTest, RangesAndComparison) {
+  EXPECT_EQ(CompareVersions("0.10.1", "0.9"), 1);
+  EXPECT_EQ(CompareVersions("1.0", "1.0.0"), 0);
+  EXPECT_TRUE(VersionInRange("0.4.0", ">=0.4.0,<0.5"));
+  EXPECT_FALSE(VersionInRange("0.5.1", ">=0.4.0,<0.5"));
+  EXPECT_TRUE(VersionInRange("9", "*"));
+}
+
+TEST(LlamaCatalogTest, ShippedCatalogLoadsAndCoversTheMainKnobs) {
+  auto c = LoadCatalogFor((testing::SourceDir() / "catalogs").string(), "llama.cpp", "0.4.0");
+  ASSERT_OK(c);
+  for (const char* k : {"threads", "ubatch_size", "flash_attn", "cache_type_k", "cache_type_v", "parallel",
+                        "cont_batching", "weights", "repack", "cache_reuse"}) {
+    EXPECT_NE(c->Find(k), nullptr) << k;
+  }
+  // The conflict the reference probe found: quantized V cache needs flash attention.
+  EXPECT_FALSE(c->Validate(Config{{"cache_type_v", "q8_0"}, {"flash_attn", "off"}}));
+  EXPECT_OK(c->Validate(Config{{"cache_type_v", "q8_0"}, {"flash_attn", "on"}}));
+}
+
+}  // namespace
+}  // namespace hone::target
