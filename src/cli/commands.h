@@ -17,7 +17,11 @@ using Action = std::function<int()>;
 
 Action RegisterProvision(CLI::App& app, const Context& ctx);
 Action RegisterModel(CLI::App& app, const Context& ctx);
+Action RegisterBench(CLI::App& app, const Context& ctx);
 Action RegisterServe(CLI::App& app, const Context& ctx);
+Action RegisterKernel(CLI::App& app, const Context& ctx);
+Action RegisterKb(CLI::App& app, const Context& ctx);
+Action RegisterRoofline(CLI::App& app, const Context& ctx);
 
 // Prints an error line (with the log excerpt / hint when present) and returns 1
 // (2 for invalid arguments, 130 for interrupts).

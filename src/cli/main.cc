@@ -69,7 +69,17 @@ int Main(int argc, char** argv) {
   };
   add(RegisterProvision);
   add(RegisterModel);
+  add(RegisterBench);
   add(RegisterServe);
+#ifdef HONE_HAVE_KERNEL
+  add(RegisterKernel);
+#endif
+#ifdef HONE_HAVE_KB
+  add(RegisterKb);
+#endif
+#ifdef HONE_HAVE_ROOFLINE
+  add(RegisterRoofline);
+#endif
 
   try {
     app.parse(argc, argv);

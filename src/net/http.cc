@@ -122,9 +122,7 @@ Result<std::unique_ptr<HttpLoop>> HttpLoop::Create() {
 HttpLoop::HttpLoop(int epfd) : epfd_(epfd) {}
 
 HttpLoop::~HttpLoop() {
-  std::vector<uint64_t> ids;
-  for (auto& [id, c] : conns_) ids.push_back(id);
-  for (uint64_t id : ids) Finish(id, TransportError::kCancelled, "loop destroyed");
+  CancelAll();
   close(epfd_);
 }
 
@@ -181,6 +179,12 @@ uint64_t HttpLoop::Submit(const HttpRequest& request, ResponseHandler* handler, 
 
 void HttpLoop::Cancel(uint64_t id) {
   if (conns_.contains(id)) Finish(id, TransportError::kCancelled, "cancelled");
+}
+
+void HttpLoop::CancelAll() {
+  std::vector<uint64_t> ids;
+  for (auto& [id, c] : conns_) ids.push_back(id);
+  for (uint64_t id : ids) Finish(id, TransportError::kCancelled, "cancelled");
 }
 
 void HttpLoop::Finish(uint64_t id, TransportError error, std::string detail) {

@@ -88,6 +88,8 @@ class HttpLoop {
                   int64_t* send_ns = nullptr);
   // Aborts a request; its handler gets OnDone(kCancelled).
   void Cancel(uint64_t id);
+  // Aborts every request (their handlers must still be alive).
+  void CancelAll();
   // Runs one round: waits up to `max_wait_ms` for I/O, processes it, enforces timeouts.
   void RunOnce(int max_wait_ms);
   // Runs until no request is active (or `deadline_ns` passes, monotonic).

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -148,6 +149,16 @@ Result<std::string> Sha256File(const fs::path& path) {
     out += hex[md[i] & 15];
   }
   return out;
+}
+
+uint64_t RaiseFdLimit() {
+  rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0;
+  if (rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  return static_cast<uint64_t>(rl.rlim_cur);
 }
 
 fs::path DefaultCacheDir() {

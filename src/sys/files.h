@@ -29,6 +29,10 @@ Result<uint64_t> FileSize(const fs::path& path);
 Result<std::string> Sha256File(const fs::path& path);
 std::string Sha256Hex(std::string_view data);
 
+// Raises the soft open-file limit to the hard limit (many concurrent streams need
+// many sockets); returns the new soft limit.
+uint64_t RaiseFdLimit();
+
 // The user's cache root: $HONE_CACHE_DIR, else $XDG_CACHE_HOME/hone, else ~/.cache/hone.
 fs::path DefaultCacheDir();
 

@@ -15,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "net/prometheus.h"
 #include "target/catalog.h"
 
 namespace hone::target {
@@ -68,17 +69,8 @@ struct LaunchContext {
   std::vector<std::string> extra_args;  // fixed user args (never searched)
 };
 
-// Prometheus names for the quantities hone scrapes during a run.
-struct MetricNames {
-  std::string prompt_tokens_total;
-  std::string generation_tokens_total;
-  std::string cached_prompt_tokens_total;  // empty when the framework has none
-  std::string cache_queries_total;         // vLLM style hit-rate pair
-  std::string cache_hits_total;
-  std::string requests_running;
-  std::string requests_waiting;
-  std::string kv_usage;                    // 0..1 gauge
-};
+// Prometheus names for the quantities hone scrapes during a run (net/prometheus.h).
+using MetricNames = net::ServingMetricNames;
 
 class Adapter {
  public:

@@ -1,0 +1,220 @@
+#include "bench/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hone::bench {
+
+namespace {
+
+std::map<std::string, double> InversePercentiles(const std::vector<double>& xs) {
+  std::map<std::string, double> out;
+  if (xs.empty()) return out;
+  for (auto [name, p] : {std::pair{"p50", 50.0}, {"p75", 75.0}, {"p90", 90.0}, {"p95", 95.0}, {"p99", 99.0}}) {
+    double v = Percentile(xs, p);
+    out[name] = v > 0 ? 1.0 / v : 0.0;
+  }
+  double m = Mean(xs);
+  out["mean"] = m > 0 ? 1.0 / m : 0.0;
+  return out;
+}
+
+}  // namespace
+
+BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const SloSpec& slo,
+                          const net::ServingMetricNames& names) {
+  BenchResult r;
+  r.context = context;
+  r.invalid_reasons = run.invalid_reasons;
+  std::vector<const RequestRecord*> ok;
+  bool any_usage = false, any_chunks = false;
+  for (const RequestRecord& rec : run.records) {
+    if (rec.phase == Phase::kWarmup) {
+      ++r.warmup;
+      continue;
+    }
+    ++r.total;
+    if (!rec.ok()) {
+      ++r.failed;
+      ++r.error_categories[std::string(ErrorCategoryName(rec.error))];
+      continue;
+    }
+    ++r.successful;
+    if (rec.osl_mismatch) ++r.osl_mismatches;
+    (rec.count_source == CountSource::kUsage ? any_usage : any_chunks) = true;
+    ok.push_back(&rec);
+  }
+  r.count_source = any_usage && any_chunks ? "mixed" : any_chunks ? "chunks" : "usage";
+
+  // Window.
+  int64_t w0 = INT64_MAX, w1 = 0;
+  if (context.kind == "agentic") {
+    for (const auto* rec : ok) {
+      w0 = std::min(w0, rec->t_start_ns);
+      w1 = std::max(w1, rec->t_last_ns);
+    }
+  } else {
+    w0 = run.window_start_ns;
+    w1 = run.window_end_ns;
+  }
+  r.duration_s = (w1 > w0 && w0 != INT64_MAX) ? static_cast<double>(w1 - w0) * 1e-9 : 0.0;
+
+  std::vector<double> ttft, tpot, itl, e2el, queue, e2e_norm, isl, osl;
+  int64_t cached = 0, cached_known_isl = 0, hit_blocks = 0, total_blocks = 0;
+  double sum_e2el = 0;
+  int good = 0;
+  std::vector<std::pair<int64_t, int>> events;  // sweep line for peak concurrency
+  std::map<int64_t, int> completions_per_s;
+  std::map<int64_t, int64_t> tokens_per_s;
+  for (const auto* rec : ok) {
+    r.total_input_tokens += rec->isl;
+    r.total_output_tokens += rec->osl;
+    r.total_expected_output_tokens += rec->osl_expected;
+    ttft.push_back(rec->ttft_s());
+    e2el.push_back(rec->e2el_s());
+    sum_e2el += rec->e2el_s();
+    if (rec->osl >= 2) tpot.push_back(rec->tpot_s());
+    if (rec->osl >= 1) e2e_norm.push_back(rec->e2el_s() / static_cast<double>(rec->osl));
+    for (size_t i = 1; i < rec->chunk_ns.size(); ++i) {
+      itl.push_back(static_cast<double>(rec->chunk_ns[i] - rec->chunk_ns[i - 1]) * 1e-9);
+    }
+    queue.push_back(rec->client_queue_s);
+    isl.push_back(static_cast<double>(rec->isl));
+    osl.push_back(static_cast<double>(rec->osl));
+    if (rec->cached_tokens >= 0) {
+      cached += rec->cached_tokens;
+      cached_known_isl += rec->isl;
+    }
+    hit_blocks += rec->hit_blocks;
+    total_blocks += rec->total_blocks;
+    bool meets = (slo.ttft_ms <= 0 || rec->ttft_s() * 1e3 <= slo.ttft_ms) &&
+                 (slo.tpot_ms <= 0 || rec->osl < 2 || rec->tpot_s() * 1e3 <= slo.tpot_ms) &&
+                 (slo.e2el_ms <= 0 || rec->e2el_s() * 1e3 <= slo.e2el_ms);
+    if (meets) ++good;
+    events.emplace_back(rec->t_start_ns, +1);
+    events.emplace_back(rec->t_end_ns, -1);
+    if (w0 != INT64_MAX) {
+      completions_per_s[(rec->t_end_ns - w0) / 1'000'000'000]++;
+      for (int64_t t : rec->chunk_ns) tokens_per_s[(t - w0) / 1'000'000'000]++;
+    }
+  }
+  // A chunk may carry several tokens; scale the peak bucket by tokens per chunk.
+  if (!tokens_per_s.empty()) {
+    int64_t chunks = 0;
+    for (const auto* rec : ok) chunks += static_cast<int64_t>(rec->chunk_ns.size());
+    double tokens_per_chunk = chunks > 0 ? static_cast<double>(r.total_output_tokens) / static_cast<double>(chunks) : 1.0;
+    int64_t peak = 0;
+    for (const auto& [s, n] : tokens_per_s) peak = std::max(peak, n);
+    r.peak_output_tps = static_cast<double>(peak) * tokens_per_chunk;
+  }
+  std::sort(events.begin(), events.end());
+  int cur = 0;
+  for (const auto& [t, d] : events) {
+    cur += d;
+    r.peak_concurrency = std::max(r.peak_concurrency, cur);
+  }
+  if (r.duration_s > 0) {
+    r.input_tps = static_cast<double>(r.total_input_tokens) / r.duration_s;
+    r.output_tps = static_cast<double>(r.total_output_tokens) / r.duration_s;
+    r.total_tps = r.input_tps + r.output_tps;
+    r.request_rps = static_cast<double>(r.successful) / r.duration_s;
+    r.achieved_concurrency = sum_e2el / r.duration_s;
+    if (slo.any()) r.goodput_rps = static_cast<double>(good) / r.duration_s;
+    std::vector<double> qps;
+    int64_t windows = static_cast<int64_t>(std::ceil(r.duration_s));
+    for (int64_t s = 0; s < windows; ++s) {
+      auto it = completions_per_s.find(s);
+      qps.push_back(it == completions_per_s.end() ? 0.0 : static_cast<double>(it->second));
+    }
+    r.qps = Summarize(qps);
+  }
+  int gpus = std::max(1, context.num_gpus);
+  r.per_gpu_input_tps = r.input_tps / gpus;
+  r.per_gpu_output_tps = r.output_tps / gpus;
+  r.per_gpu_total_tps = r.total_tps / gpus;
+  r.ttft = Summarize(ttft);
+  r.tpot = Summarize(tpot);
+  r.itl = Summarize(itl);
+  r.e2el = Summarize(e2el);
+  r.client_queue = Summarize(queue);
+  r.e2e_norm = Summarize(e2e_norm);
+  r.isl_dist = Summarize(isl);
+  r.osl_dist = Summarize(osl);
+  r.intvty = InversePercentiles(tpot);
+  r.e2e_norm_intvty = InversePercentiles(e2e_norm);
+  if (total_blocks > 0) r.theoretical_hit_rate = static_cast<double>(hit_blocks) / static_cast<double>(total_blocks);
+  if (cached_known_isl > 0) r.usage_cached_rate = static_cast<double>(cached) / static_cast<double>(cached_known_isl);
+
+  const ServerSeries& s = run.series;
+  r.scrape_samples = static_cast<int>(s.samples.size());
+  if (!names.prompt_tokens_total.empty()) r.server_prompt_tokens = s.Delta(names.prompt_tokens_total);
+  if (!names.generation_tokens_total.empty()) r.server_generation_tokens = s.Delta(names.generation_tokens_total);
+  if (!names.cache_hits_total.empty() && !names.cache_queries_total.empty()) {
+    auto hits = s.Delta(names.cache_hits_total);
+    auto queries = s.Delta(names.cache_queries_total);
+    if (hits && queries && *queries > 0) r.server_hit_rate = *hits / *queries;
+  } else if (!names.cached_prompt_tokens_total.empty() && r.server_prompt_tokens && *r.server_prompt_tokens > 0) {
+    auto cached_delta = s.Delta(names.cached_prompt_tokens_total);
+    if (cached_delta) r.server_hit_rate = *cached_delta / (*r.server_prompt_tokens + *cached_delta);
+  }
+  if (!names.kv_usage.empty()) r.kv_usage_max = s.Max(names.kv_usage);
+  if (!names.requests_waiting.empty()) r.queue_depth_mean = s.Mean(names.requests_waiting);
+  if (!names.requests_running.empty()) r.running_mean = s.Mean(names.requests_running);
+
+  // Validity.
+  if (r.total > 0 && static_cast<double>(r.failed) > context.max_error_rate * static_cast<double>(r.total)) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%d of %d requests failed (limit %.0f%%)", r.failed, r.total,
+                  context.max_error_rate * 100);
+    r.invalid_reasons.push_back(buf);
+  }
+  if (r.successful == 0) r.invalid_reasons.push_back("no successful request");
+  if (r.successful > 0 && r.osl_mismatches * 100 > r.successful) {
+    r.invalid_reasons.push_back(std::to_string(r.osl_mismatches) + " requests returned a different output length than forced");
+  }
+  // De-duplicate (the runner may have said the same).
+  std::sort(r.invalid_reasons.begin(), r.invalid_reasons.end());
+  r.invalid_reasons.erase(std::unique(r.invalid_reasons.begin(), r.invalid_reasons.end()), r.invalid_reasons.end());
+  r.valid = r.invalid_reasons.empty();
+  return r;
+}
+
+std::vector<std::string> MetricNames() {
+  return {"total_tps",      "total_tps_per_gpu", "output_tps",     "output_tps_per_gpu", "input_tps",
+          "request_rps",    "goodput_rps",       "p50_intvty",     "p90_intvty",         "p90_e2e_norm_intvty",
+          "mean_ttft_ms",   "p50_ttft_ms",       "p90_ttft_ms",    "p99_ttft_ms",        "mean_tpot_ms",
+          "p50_tpot_ms",    "p90_tpot_ms",       "p99_tpot_ms",    "p50_itl_ms",         "p99_itl_ms",
+          "p50_e2el_ms",    "p90_e2el_ms",       "p99_e2el_ms"};
+}
+
+std::optional<double> Metric(const BenchResult& r, const std::string& name) {
+  if (name == "total_tps") return r.total_tps;
+  if (name == "total_tps_per_gpu") return r.per_gpu_total_tps;
+  if (name == "output_tps") return r.output_tps;
+  if (name == "output_tps_per_gpu") return r.per_gpu_output_tps;
+  if (name == "input_tps") return r.input_tps;
+  if (name == "request_rps") return r.request_rps;
+  if (name == "goodput_rps") return r.goodput_rps >= 0 ? std::optional<double>(r.goodput_rps) : std::nullopt;
+  auto inv = [](const std::map<std::string, double>& m, const char* k) -> std::optional<double> {
+    auto it = m.find(k);
+    return it == m.end() ? std::nullopt : std::optional<double>(it->second);
+  };
+  if (name == "p50_intvty") return inv(r.intvty, "p50");
+  if (name == "p90_intvty") return inv(r.intvty, "p90");
+  if (name == "p90_e2e_norm_intvty") return inv(r.e2e_norm_intvty, "p90");
+  struct Lat {
+    const char* prefix;
+    const Summary* s;
+  } lats[] = {{"ttft", &r.ttft}, {"tpot", &r.tpot}, {"itl", &r.itl}, {"e2el", &r.e2el}};
+  for (const Lat& l : lats) {
+    std::string p(l.prefix);
+    if (l.s->n == 0) continue;
+    if (name == "mean_" + p + "_ms") return l.s->mean * 1e3;
+    if (name == "p50_" + p + "_ms") return l.s->p50 * 1e3;
+    if (name == "p90_" + p + "_ms") return l.s->p90 * 1e3;
+    if (name == "p99_" + p + "_ms") return l.s->p99 * 1e3;
+  }
+  return std::nullopt;
+}
+
+}  // namespace hone::bench

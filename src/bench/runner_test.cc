@@ -1,0 +1,229 @@
+#include "bench/runner.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "bench/metrics.h"
+#include "core/strings.h"
+#include "net/raw_server.h"
+#include "testing/test_util.h"
+
+namespace hone::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+int MaxTokens(const std::string& body) {
+  size_t p = body.find("\"max_tokens\":");
+  if (p == std::string::npos) return 1;
+  return static_cast<int>(ParseInt(body.substr(p + 13, body.find_first_of(",}", p) - p - 13)).value_or(1));
+}
+
+// A fake OpenAI server streaming like llama-server (chunked SSE), with a behaviour
+// chosen per request by `mode(i)`.
+class FakeServer {
+ public:
+  enum class Mode { kOk, k429, k503, kReset, kStall, kMalformed, kTruncate };
+  explicit FakeServer(std::function<Mode(int)> mode, std::chrono::milliseconds delay = 0ms)
+      : mode_(std::move(mode)), delay_(delay) {
+    auto s = net::RawServer::Start([this](const net::RawRequest& req, net::RawWriter& w) { Handle(req, w); });
+    EXPECT_TRUE(s);
+    server_ = std::move(*s);
+  }
+  int port() const { return server_->port(); }
+  int max_concurrent() const { return max_.load(); }
+  int requests() const { return count_.load(); }
+
+ private:
+  void Handle(const net::RawRequest& req, net::RawWriter& w) {
+    if (req.path == "/metrics") {
+      int n = ++scrapes_;
+      std::string body = "llamacpp:prompt_tokens_total " + std::to_string(n * 100) + "\n";
+      w.Write("HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+      return;
+    }
+    int i = count_++;
+    int cur = ++cur_;
+    int prev = max_.load();
+    while (cur > prev && !max_.compare_exchange_weak(prev, cur)) {
+    }
+    Mode m = mode_(i);
+    int n = MaxTokens(req.body);
+    switch (m) {
+      case Mode::k429:
+        w.Write("HTTP/1.1 429 Too Many Requests\r\nContent-Length: 4\r\n\r\nslow");
+        break;
+      case Mode::k503:
+        w.Write("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 7\r\n\r\nloading");
+        break;
+      case Mode::kReset:
+        w.Write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+        w.WriteChunk("data: {\"choices\":[{\"text\":\"a\"}]}\n\n");
+        w.Reset();
+        break;
+      default: {
+        w.Write("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+        for (int k = 0; k < n; ++k) {
+          if (m == Mode::kMalformed && k == 1) w.WriteChunk("data: {broken\n\n");
+          w.WriteChunk("data: {\"choices\":[{\"text\":\"t\",\"index\":0}]}\n\n");
+          if (delay_.count()) std::this_thread::sleep_for(delay_);
+          if (m == Mode::kStall && k == 0) std::this_thread::sleep_for(600ms);
+          if (m == Mode::kTruncate && k == 0) {
+            w.EndChunks();
+            --cur_;
+            return;
+          }
+        }
+        w.WriteChunk("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":" + std::to_string(n) +
+                     "}}\n\n");
+        w.WriteChunk("data: [DONE]\n\n");
+        w.EndChunks();
+      }
+    }
+    --cur_;
+  }
+
+  std::function<Mode(int)> mode_;
+  std::chrono::milliseconds delay_;
+  std::atomic<int> count_{0}, cur_{0}, max_{0}, scrapes_{0};
+  std::unique_ptr<net::RawServer> server_;
+};
+
+std::vector<RequestSpec> Requests(int n, int warmups, int osl) {
+  std::vector<RequestSpec> out;
+  for (int i = 0; i < warmups + n; ++i) {
+    RequestSpec r;
+    r.prompt_ids = {1, 2, 3};
+    r.isl_expected = 3;
+    r.max_tokens = osl;
+    r.phase = i < warmups ? Phase::kWarmup : Phase::kProfiling;
+    out.push_back(r);
+  }
+  return out;
+}
+
+RunOptions Options(int port, int concurrency) {
+  RunOptions o;
+  o.port = port;
+  o.shape.concurrency = concurrency;
+  o.progress = false;
+  o.scrape_interval_s = 0;
+  return o;
+}
+
+TEST(RunnerTest, ClosedLoopHoldsConcurrencyAndRecordsEverything) {
+  FakeServer server([](int) { return FakeServer::Mode::kOk; }, 5ms);
+  auto out = RunRequests(Requests(24, 2, 4), Options(server.port(), 4));
+  ASSERT_OK(out);
+  EXPECT_EQ(out->records.size(), 26u);
+  EXPECT_EQ(server.max_concurrent(), 4);
+  int warm = 0;
+  for (const auto& r : out->records) {
+    EXPECT_TRUE(r.ok()) << ErrorCategoryName(r.error);
+    EXPECT_EQ(r.osl, 4);
+    EXPECT_EQ(r.chunk_ns.size(), 4u);
+    EXPECT_GE(r.t_first_ns, r.t_start_ns);
+    warm += r.phase == Phase::kWarmup;
+  }
+  EXPECT_EQ(warm, 2);
+  EXPECT_GT(out->window_end_ns, out->window_start_ns);
+  EXPECT_TRUE(out->invalid_reasons.empty());
+}
+
+TEST(RunnerTest, EveryErrorIsACountedCategory) {
+  FakeServer server([](int i) {
+    switch (i % 7) {
+      case 1: return FakeServer::Mode::k429;
+      case 2: return FakeServer::Mode::k503;
+      case 3: return FakeServer::Mode::kReset;
+      case 4: return FakeServer::Mode::kStall;
+      case 5: return FakeServer::Mode::kMalformed;
+      case 6: return FakeServer::Mode::kTruncate;
+      default: return FakeServer::Mode::kOk;
+    }
+  });
+  RunOptions o = Options(server.port(), 7);
+  o.limits.idle_timeout = 250ms;
+  o.max_error_rate = 1.0;  // keep going: this test wants every category
+  auto out = RunRequests(Requests(14, 0, 3), o);
+  ASSERT_OK(out);
+  ASSERT_EQ(out->records.size(), 14u);
+  BenchResult r = ComputeResult(*out, RunContext{}, {}, {});
+  EXPECT_EQ(r.successful, 2);
+  EXPECT_EQ(r.failed, 12);
+  EXPECT_EQ(r.error_categories["http_429"], 2);
+  EXPECT_EQ(r.error_categories["http_503"], 2);
+  EXPECT_EQ(r.error_categories["stalled"], 2);
+  EXPECT_EQ(r.error_categories["malformed"], 2);
+  EXPECT_EQ(r.error_categories["truncated"] + r.error_categories["connection_reset"], 4);
+  EXPECT_FALSE(r.valid);
+}
+
+TEST(RunnerTest, TooManyErrorsAbortTheRun) {
+  FakeServer server([](int) { return FakeServer::Mode::k503; });
+  auto out = RunRequests(Requests(200, 0, 2), Options(server.port(), 2));
+  ASSERT_OK(out);
+  EXPECT_LT(out->records.size(), 200u);
+  ASSERT_FALSE(out->invalid_reasons.empty());
+  EXPECT_NE(out->invalid_reasons[0].find("run aborted"), std::string::npos);
+}
+
+TEST(RunnerTest, ConnectionRefusedIsRecorded) {
+  auto port = net::FreeLoopbackPort();
+  ASSERT_OK(port);
+  RunOptions o = Options(*port, 1);
+  o.max_error_rate = 1.0;
+  auto out = RunRequests(Requests(3, 0, 2), o);
+  ASSERT_OK(out);
+  ASSERT_EQ(out->records.size(), 3u);
+  for (const auto& r : out->records) EXPECT_EQ(r.error, ErrorCategory::kConnectionRefused);
+}
+
+TEST(RunnerTest, OpenLoopArrivalsAreSeededAndQueueUnderACap) {
+  LoadShape poisson = *LoadShape::Parse("poisson:50", 1);
+  auto a = ArrivalOffsets(poisson, 2000, 7);
+  EXPECT_EQ(a, ArrivalOffsets(poisson, 2000, 7));
+  EXPECT_NE(a, ArrivalOffsets(poisson, 2000, 8));
+  EXPECT_NEAR(a.back() / 1999, 1.0 / 50, 0.002);  // mean gap 1/rate
+  auto c = ArrivalOffsets(*LoadShape::Parse("constant:4", 0), 5, 1);
+  EXPECT_EQ(c, (std::vector<double>{0, 0.25, 0.5, 0.75, 1.0}));
+  EXPECT_FALSE(LoadShape::Parse("bursty:3", 1));
+  EXPECT_FALSE(LoadShape::Parse("poisson:-1", 1));
+
+  FakeServer server([](int) { return FakeServer::Mode::kOk; }, 10ms);
+  RunOptions o = Options(server.port(), 1);  // cap 1 in flight
+  o.shape = *LoadShape::Parse("constant:200", 1);
+  auto out = RunRequests(Requests(10, 0, 3), o);
+  ASSERT_OK(out);
+  EXPECT_EQ(server.max_concurrent(), 1);
+  double queued = 0;
+  for (const auto& r : out->records) queued += r.client_queue_s;
+  EXPECT_GT(queued, 0.0);  // arrivals every 5 ms, each request takes ~30 ms
+}
+
+TEST(RunnerTest, ScrapesMetricsDuringTheRun) {
+  FakeServer server([](int) { return FakeServer::Mode::kOk; }, 100ms);
+  RunOptions o = Options(server.port(), 2);
+  o.scrape_interval_s = 0.1;
+  o.profile.metrics.prompt_tokens_total = "llamacpp:prompt_tokens_total";
+  auto out = RunRequests(Requests(4, 0, 3), o);
+  ASSERT_OK(out);
+  EXPECT_GE(out->series.samples.size(), 3u);
+  EXPECT_GT(*out->series.Delta("llamacpp:prompt_tokens_total"), 0);
+}
+
+TEST(RunnerTest, ThousandConcurrentStreamsFromOneThread) {
+  FakeServer server([](int) { return FakeServer::Mode::kOk; });
+  auto out = RunRequests(Requests(1000, 0, 5), Options(server.port(), 1000));
+  ASSERT_OK(out);
+  ASSERT_EQ(out->records.size(), 1000u);
+  int ok = 0;
+  for (const auto& r : out->records) ok += r.ok();
+  EXPECT_EQ(ok, 1000);
+  EXPECT_GE(out->peak_in_flight, 500);
+}
+
+}  // namespace
+}  // namespace hone::bench
