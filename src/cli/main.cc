@@ -62,15 +62,23 @@ int Main(int argc, char** argv) {
 
   // Subcommands read ctx when they run (after parsing), so --cache-dir applies.
   std::vector<std::pair<CLI::App*, Action>> actions;
+  // A registration may add several subcommands sharing one action.
   auto add = [&](Action (*reg)(CLI::App&, const Context&)) {
     size_t before = app.get_subcommands({}).size();
     Action a = reg(app, ctx);
-    actions.emplace_back(app.get_subcommands({})[before], std::move(a));
+    auto subs = app.get_subcommands({});
+    for (size_t i = before; i < subs.size(); ++i) actions.emplace_back(subs[i], a);
   };
   add(RegisterProvision);
   add(RegisterModel);
   add(RegisterBench);
+#ifdef HONE_HAVE_SESSION
+  add(RegisterRun);
+#endif
   add(RegisterServe);
+#ifdef HONE_HAVE_PATCH
+  add(RegisterPatch);
+#endif
 #ifdef HONE_HAVE_KERNEL
   add(RegisterKernel);
 #endif

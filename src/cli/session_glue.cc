@@ -1,0 +1,291 @@
+#include "cli/session_glue.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "bench/tracegen.h"
+#include "cli/profiles.h"
+#include "core/strings.h"
+#include "model/gguf.h"
+#include "model/synth.h"
+#include "report/report.h"
+#include "search/catalog_proposer.h"
+#include "spec/yaml.h"
+#include "sys/clock.h"
+#include "sys/files.h"
+#include "sys/term.h"
+
+namespace hone::cli {
+
+namespace fs = std::filesystem;
+
+kb::Identity SessionIdentity(const SessionWiring& w) {
+  kb::Identity id;
+  id.model = w.model_name;
+  id.hardware = w.spec.target.hardware.empty() ? w.machine.Slug() : w.spec.target.hardware;
+  id.framework = w.spec.target.adapter;
+  id.model_type = "llama";
+  if (auto f = model::ReadGguf(w.model_path)) id.model_type = f->Str("general.architecture").value_or("llama");
+  id.architecture = id.model_type == "llama" ? "LlamaForCausalLM" : id.model_type;
+  id.framework_version = target::NumericVersion(w.engine.version);
+  id.precision = w.base_precision;
+  return id;
+}
+
+kb::Workload SessionWorkload(const spec::SessionSpec& spec) {
+  kb::Workload wl;
+  wl.kind = spec.workload.kind;
+  wl.concurrency = spec.workload.concurrency;
+  wl.isl = spec.workload.isl;
+  wl.osl = spec.workload.osl;
+  if (spec.workload.kind == "agentic") wl.trace_id = spec.workload.trace.empty() ? spec.workload.trace_preset : spec.workload.trace;
+  return wl;
+}
+
+namespace {
+
+std::string LaunchCommand(const SessionWiring& w, const Config& config) {
+  Config c = config;
+  auto model = w.models->Resolve(c);
+  target::LaunchContext lc{.server_binary = w.engine.server, .model_path = model ? *model : w.model_path, .port = 8080,
+                           .extra_args = w.spec.target.server_args};
+  auto spec = w.adapter->BuildLaunch(c, lc);
+  return spec ? spec->ShellCommand() : "(cannot render: " + spec.error().message + ")";
+}
+
+class KbWarmStart final : public session::WarmStart {
+ public:
+  explicit KbWarmStart(SessionWiring& w) : w_(w) {}
+  std::optional<session::WarmCandidate> Match(std::string* explanation) override {
+    auto m = w_.kb->Match(kb::MatchQuery{SessionIdentity(w_), SessionWorkload(w_.spec)});
+    if (!m) {
+      *explanation = "knowledge base unavailable: " + m.error().message;
+      return std::nullopt;
+    }
+    *explanation = Join(m->explanation, "; ");
+    if (!m->recipe || !m->replay || m->confidence < w_.spec.kb.min_confidence) return std::nullopt;
+    matched_ = *m->recipe;
+    session::WarmCandidate c;
+    c.config = w_.spec.target.base_config.Merged(m->recipe->config);
+    c.recorded_gain = m->recipe->GainFraction();
+    c.recipe_id = m->recipe->id;
+    c.explanation = *explanation;
+    return c;
+  }
+  void RecordReplay(const session::WarmCandidate& c, bool reproduced, double gain, const std::string& detail) override {
+    kb::ReplayOutcome o;
+    o.identity = SessionIdentity(w_);
+    o.workload = SessionWorkload(w_.spec);
+    o.baseline_value = 1.0;
+    o.objective_value = 1.0 + gain;
+    o.accuracy_passed = reproduced || detail.find("accuracy") == std::string::npos;
+    o.session_id = "hone";
+    auto v = w_.kb->RecordReplay(c.recipe_id, o);
+    if (!v) sys::LogWarn("knowledge base: " + v.error().message);
+  }
+
+ private:
+  SessionWiring& w_;
+  kb::Recipe matched_;
+};
+
+class ReportCloser final : public session::Closer {
+ public:
+  explicit ReportCloser(SessionWiring& w) : w_(w) {}
+  Status Close(session::SessionState& s) override {
+    if (w_.kb) Admit(s);
+    report::ReportInput in;
+    in.state = &s;
+    in.spec = &w_.spec;
+    in.trials = report::LoadTrials(s.run_dir);
+    in.best_command = LaunchCommand(w_, s.best);
+    in.stock_command = LaunchCommand(w_, s.stock);
+    in.hardware = w_.spec.target.hardware.empty() ? w_.machine.Slug() : w_.spec.target.hardware;
+    in.framework_version = w_.engine.version;
+    in.model = w_.model_name;
+    in.search_summary = w_.proposer ? w_.proposer->Describe() : "";
+    return report::WriteReports(in, s.run_dir);
+  }
+
+ private:
+  void Admit(session::SessionState& s) {
+    if (s.best == s.stock || !s.validated) {
+      s.kb_result = s.best == s.stock ? "nothing to record: the stock configuration won"
+                                      : "not recorded: the best configuration was not re-validated at close";
+      return;
+    }
+    kb::AdmissionRequest req;
+    kb::Recipe& r = req.recipe;
+    r.identity = SessionIdentity(w_);
+    r.workload = SessionWorkload(w_.spec);
+    r.config = s.best.DeltaFrom(s.stock);
+    r.objective = {w_.spec.objective.metric, s.validated_best_objective,
+                   s.validated_best_objective * s.validated_lo / (1 + s.validated_gain),
+                   s.validated_best_objective * s.validated_hi / (1 + s.validated_gain), "", w_.spec.objective.maximize,
+                   s.validation_trials};
+    r.baseline = {s.validated_stock_objective, s.validation_trials};
+    for (const auto& c : s.candidates) {
+      if (c.verdict == "KEEP" && c.delta.size() == 1) {
+        r.learnings.push_back({c.delta.values().begin()->first, c.delta.values().begin()->second, c.gain,
+                               c.ci_lo - 1, c.ci_hi - 1, c.candidate_trials});
+      } else if (c.verdict == "LAUNCH_FAILED" || c.verdict == "ACCURACY_FAILED" || c.verdict == "REVERT") {
+        kb::Failure f;
+        f.config_delta = c.delta;
+        f.kind = c.verdict == "ACCURACY_FAILED" ? kb::FailureKind::kAccuracyFailed
+                 : c.verdict == "REVERT"         ? kb::FailureKind::kRegressed
+                 : c.failure_kind == "out_of_memory" ? kb::FailureKind::kOutOfMemory
+                 : c.failure_kind == "bad_flag"      ? kb::FailureKind::kBadFlag
+                                                     : kb::FailureKind::kCrashed;
+        f.detail = c.reason.substr(0, 300);
+        f.trial_ids = c.candidate_trials.empty() ? std::vector<std::string>{c.screen_trial} : c.candidate_trials;
+        r.failures.push_back(f);
+      }
+    }
+    r.provenance = {HONE_VERSION, s.session_id, sys::FormatUtc(sys::DefaultClock().WallMicros())};
+    req.verdict_keep = s.validation_verdict == "KEEP";
+    req.accuracy_passed = s.close_accuracy.empty() || s.close_accuracy.starts_with("pass");
+    req.remeasured_at_close = true;
+    auto a = w_.kb->Admit(req);
+    if (!a) {
+      s.kb_result = "knowledge base write failed: " + a.error().message;
+    } else if (a->admitted) {
+      s.kb_result = "recipe #" + std::to_string(a->recipe_id) + " " + a->reason + " in " + w_.kb->path();
+    } else {
+      s.kb_result = "not admitted: " + a->reason;
+    }
+  }
+
+  SessionWiring& w_;
+};
+
+Result<std::vector<Config>> LoadEnablement(const std::string& data_dir, const std::string& framework,
+                                           const std::string& kind) {
+  HONE_ASSIGN_OR_RETURN(spec::Field root, spec::Field::LoadFile(data_dir + "/data/enablement.yaml"));
+  std::vector<Config> out;
+  for (const spec::Field& rung : root[framework][kind].Items()) {
+    Config c;
+    for (const auto& [k, v] : rung.Entries()) {
+      HONE_ASSIGN_OR_RETURN(std::string value, v.Str());
+      c.Set(k, value);
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec, const std::string& run_dir,
+                                                   const Context& ctx) {
+  auto w = std::make_unique<SessionWiring>();
+  w->spec = spec;
+  w->run_dir = run_dir;
+  w->machine = sys::DescribeMachine();
+  if (spec.target.adapter != "llama.cpp") {
+    return InvalidArgument("hone run drives llama.cpp targets on this machine; the " + spec.target.adapter +
+                           " adapter needs its framework installed (see docs/adapters.md)");
+  }
+  HONE_ASSIGN_OR_RETURN(w->engine, target::FindProvisioned(ctx.cache_dir, ctx.data_dir, spec.target.num_gpus > 0));
+  HONE_ASSIGN_OR_RETURN(w->adapter, target::LlamaCppAdapter::Create(ctx.data_dir, w->engine.version));
+  // The model: a file, or a synthesized preset (made once in the cache).
+  if (!spec.target.model.path.empty()) {
+    w->model_path = spec.target.model.path;
+    if (!sys::FileExists(w->model_path)) return NotFound("model file not found: " + w->model_path);
+    w->model_name = fs::path(w->model_path).stem().string();
+  } else {
+    HONE_ASSIGN_OR_RETURN(model::ModelShape shape,
+                          model::LoadShapePreset(spec.target.model.preset, ctx.data_dir + "/data/synth_presets.yaml"));
+    HONE_TRY(sys::EnsureDir(ctx.cache_dir / "models"));
+    w->model_name = "hone-" + shape.name + "-s" + std::to_string(spec.target.model.seed);
+    w->model_path = (ctx.cache_dir / "models" / (w->model_name + "-f16.gguf")).string();
+    if (!sys::FileExists(w->model_path)) {
+      sys::Progress p("synthesizing the " + shape.name + " model");
+      p.Update(-1, w->model_path);
+      HONE_TRY(model::SynthesizeModel({.shape = shape, .seed = spec.target.model.seed,
+                                       .vocab_path = w->engine.VocabPath(shape.vocab), .out_path = w->model_path}));
+      p.Done("done");
+    }
+  }
+  w->models = std::make_unique<measure::ModelStore>(w->model_path, w->engine.quantize,
+                                                    (ctx.cache_dir / "models" / "variants").string());
+  HONE_ASSIGN_OR_RETURN(w->base_precision, w->models->BaseType());
+  HONE_TRY(sys::EnsureDir(fs::path(run_dir) / "accuracy"));
+  // A short fixed text for the KL-divergence check (llama.cpp's own README).
+  std::string ppl_text = (fs::path(run_dir) / "accuracy" / "kld-text.txt").string();
+  if (!sys::FileExists(ppl_text)) {
+    auto readme = sys::ReadFile(w->engine.src_dir / "README.md");
+    HONE_TRY(sys::WriteFileAtomic(ppl_text, readme ? readme->substr(0, 3000) : std::string(3000, 'a')));
+  }
+  measure::ExecutorSetup setup;
+  setup.adapter = w->adapter.get();
+  setup.server_binary = w->engine.server;
+  setup.perplexity_binary = w->engine.perplexity;
+  setup.perplexity_text = ppl_text;
+  setup.models = w->models.get();
+  setup.run_dir = run_dir;
+  setup.spec = spec;
+  HONE_ASSIGN_OR_RETURN(setup.profile, BenchProfileFor(spec.target.adapter));
+  setup.hardware = w->machine.Slug();
+  if (spec.workload.kind == "agentic") {
+    if (!spec.workload.trace.empty()) {
+      HONE_ASSIGN_OR_RETURN(setup.traces, bench::LoadTraces(spec.workload.trace));
+    } else {
+      HONE_ASSIGN_OR_RETURN(auto opts, bench::TraceGenPreset(spec.workload.trace_preset));
+      opts.sessions = spec.workload.trace_sessions;
+      opts.seed = spec.workload.seed;
+      setup.traces = bench::GenerateTraces(opts);
+      HONE_TRY(bench::WriteTraces((fs::path(run_dir) / "traces.jsonl").string(), setup.traces));
+    }
+  }
+  w->executor = std::make_unique<measure::ServerTrialExecutor>(setup);
+  // Weight precision is only searchable from an unquantized base.
+  search::CatalogProposerOptions popts{spec.search.knobs, spec.search.exclude, spec.target.num_gpus > 0};
+  if (w->base_precision != "f16" && w->base_precision != "f32" && w->base_precision != "bf16") {
+    popts.exclude.push_back("weights");
+  }
+  w->proposer = std::make_unique<search::CatalogProposer>(w->adapter->catalog(), popts);
+  if (spec.kb.enabled) {
+    std::string path = spec.kb.path.empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.path;
+    auto rules = kb::LoadKbRules(ctx.data_dir);
+    if (rules) {
+      auto store = kb::RecipeStore::Open(path, *rules);
+      if (store) {
+        w->kb = std::move(*store);
+      } else {
+        sys::LogWarn("knowledge base disabled: " + store.error().message);
+      }
+    } else {
+      sys::LogWarn("knowledge base disabled: " + rules.error().message);
+    }
+  }
+  if (w->kb) w->warm = std::make_unique<KbWarmStart>(*w);
+  w->closer = std::make_unique<ReportCloser>(*w);
+  session::SessionServices& svc = w->services;
+  svc.executor = w->executor.get();
+  svc.proposer = w->proposer.get();
+  svc.clock = &sys::DefaultClock();
+  svc.warm_start = w->warm.get();
+  svc.closer = w->closer.get();
+  const target::KnobCatalog* catalog = &w->adapter->catalog();
+  svc.risky = [catalog](const Config& delta) {
+    for (const auto& [k, v] : delta.values()) {
+      const target::Knob* knob = catalog->Find(k);
+      if (knob && (knob->accuracy_risk == "medium" || knob->accuracy_risk == "high")) return true;
+    }
+    return false;
+  };
+  std::string data_dir = ctx.data_dir;
+  std::string framework = spec.target.adapter;
+  svc.enablement = [data_dir, framework](const std::string& kind) {
+    auto rungs = LoadEnablement(data_dir, framework, kind);
+    return rungs ? *rungs : std::vector<Config>{};
+  };
+  svc.progress = [start = sys::DefaultClock().MonoSeconds()](const std::string& line) {
+    std::fprintf(stderr, "hone [%6.0fs] %s\n", sys::DefaultClock().MonoSeconds() - start, line.c_str());
+  };
+  svc.cpus = w->machine.cpus;
+  svc.gpu = spec.target.num_gpus > 0;
+  return w;
+}
+
+}  // namespace hone::cli

@@ -1,0 +1,50 @@
+// The session's real collaborators, wired for `hone run` and `hone resume`: the
+// knowledge base as a WarmStart and at close, the report writer, the enablement
+// ladder from data/enablement.yaml, and the objects a session needs (adapter,
+// provisioned engine, model store, executor, proposer). Lives in cli/ because this
+// is composition: it only connects layers.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/context.h"
+#include "core/error.h"
+#include "kb/store.h"
+#include "measure/model_store.h"
+#include "measure/server_executor.h"
+#include "search/proposer.h"
+#include "session/coordinator.h"
+#include "spec/session_spec.h"
+#include "sys/machine.h"
+#include "target/llamacpp.h"
+
+namespace hone::cli {
+
+struct SessionWiring {
+  spec::SessionSpec spec;
+  std::string run_dir;
+  sys::MachineInfo machine;
+  target::Provisioned engine;
+  std::unique_ptr<target::Adapter> adapter;
+  std::string model_path;
+  std::string model_name;
+  std::string base_precision;
+  std::unique_ptr<measure::ModelStore> models;
+  std::unique_ptr<measure::ServerTrialExecutor> executor;
+  std::unique_ptr<search::Proposer> proposer;
+  std::unique_ptr<kb::RecipeStore> kb;
+  std::unique_ptr<session::WarmStart> warm;
+  std::unique_ptr<session::Closer> closer;
+  session::SessionServices services;
+};
+
+// Builds everything for a session in `run_dir` (created if needed).
+Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec, const std::string& run_dir,
+                                                   const Context& ctx);
+
+// The knowledge-base identity and workload of a session.
+kb::Identity SessionIdentity(const SessionWiring& w);
+kb::Workload SessionWorkload(const spec::SessionSpec& spec);
+
+}  // namespace hone::cli

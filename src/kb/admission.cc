@@ -1,0 +1,64 @@
+#include "kb/admission.h"
+
+#include <cstdio>
+
+namespace hone::kb {
+
+namespace {
+
+std::string Pct(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100);
+  return buf;
+}
+
+}  // namespace
+
+std::string AdmissionRejection(const AdmissionRequest& req, const AdmissionRules& rules) {
+  if (!req.verdict_keep) return "verdict is not KEEP";
+  if (!req.accuracy_passed) return "accuracy gate did not pass";
+  if (!req.remeasured_at_close) return "not re-measured at close";
+  const Recipe& r = req.recipe;
+  if (auto shape = CheckRecipeShape(r, rules.min_objective_trials, rules.min_baseline_trials); !shape) {
+    return shape.error().message;
+  }
+  double gain = r.GainFraction();
+  if (!(gain >= rules.min_gain_fraction) || gain <= 0) {
+    return "gain " + Pct(gain) + " over the baseline is below the admission minimum " + Pct(rules.min_gain_fraction);
+  }
+  if (rules.require_ci_clear_of_baseline) {
+    const Objective& o = r.objective;
+    bool clear = o.higher_is_better ? o.ci_lo > r.baseline.value : o.ci_hi < r.baseline.value;
+    if (!clear) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "objective CI [%g, %g] does not exclude the baseline %g", o.ci_lo, o.ci_hi,
+                    r.baseline.value);
+      return buf;
+    }
+  }
+  return "";
+}
+
+ReplayVerdict JudgeReplay(const Recipe& recipe, const ReplayOutcome& outcome, const AdmissionRules& rules) {
+  ReplayVerdict v;
+  v.same_point = outcome.identity == recipe.identity && outcome.workload == recipe.workload;
+  v.recorded_gain = recipe.GainFraction();
+  v.measured_gain = GainFraction(outcome.objective_value, outcome.baseline_value, recipe.objective.higher_is_better);
+  v.required_gain = rules.reproduce_min_fraction * v.recorded_gain;
+  if (!outcome.accuracy_passed) {
+    v.reason = "accuracy gate failed on replay";
+  } else if (outcome.baseline_value <= 0) {
+    v.reason = "replay has no positive baseline to compare with";
+  } else if (v.measured_gain < v.required_gain) {
+    v.reason = "re-measured gain " + Pct(v.measured_gain) + " is below " + Pct(v.required_gain) + " (" +
+               Pct(rules.reproduce_min_fraction) + " of the recorded " + Pct(v.recorded_gain) + ")";
+  } else {
+    v.reproduced = true;
+    v.reason = "re-measured gain " + Pct(v.measured_gain) + " reaches " + Pct(v.required_gain) + " (" +
+               Pct(rules.reproduce_min_fraction) + " of the recorded " + Pct(v.recorded_gain) + ")";
+  }
+  v.demoted = !v.reproduced && v.same_point;
+  return v;
+}
+
+}  // namespace hone::kb

@@ -1,0 +1,120 @@
+// RecipeStore: the recipe knowledge base, one SQLite file shared by every session on
+// a machine (default <cache>/kb.sqlite).
+//
+// The file runs in WAL mode with synchronous=FULL and a busy timeout, and every write
+// is one BEGIN IMMEDIATE transaction: several processes may read and write the same
+// file at once, a writer waits for another (up to the busy timeout, then kUnavailable),
+// and a process killed mid-write leaves no partial recipe (the transaction never
+// committed). The schema is migrated on open (kb/schema.h).
+//
+// Admit() takes only validated results (kb/admission.h) and never duplicates: the same
+// identity + workload + config updates the stored recipe and appends to its history.
+// A recipe that fails to reproduce is demoted, never deleted. Match() finds the best
+// active recipe along the data-driven fallback order (kb/rules.h, kb/match.h);
+// Learnings()/Failures() return every matching recipe's experience, weighted by its
+// match confidence, for the search to use as priors and penalties.
+//
+// Ownership: the store owns its connection. Thread-safety: calls are serialized by an
+// internal mutex, so one store may be shared between threads.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "kb/admission.h"
+#include "kb/match.h"
+#include "kb/recipe.h"
+#include "kb/rules.h"
+#include "kb/sqlite.h"
+#include "sys/clock.h"
+
+namespace hone::kb {
+
+struct StoreOptions {
+  std::chrono::milliseconds busy_timeout{10000};
+  sys::Clock* clock = nullptr;  // dates of events; sys::DefaultClock() when null
+  // Test seam: runs inside every write transaction just before COMMIT (to kill a
+  // process mid-write in tests). Never set in production.
+  std::function<void()> before_commit;
+};
+
+struct ImportStats {
+  int64_t added = 0;
+  int64_t merged = 0;     // the key existed; new history/learnings/failures were merged
+  int64_t unchanged = 0;  // the key existed with nothing new
+};
+
+class RecipeStore {
+ public:
+  // Opens or creates the file (and its directory), switches it to WAL and migrates
+  // the schema. kDataLoss for a file that is not a database, kFailedPrecondition for
+  // a schema newer than this build.
+  static Result<std::unique_ptr<RecipeStore>> Open(const std::filesystem::path& path, KbRules rules,
+                                                   StoreOptions options = {});
+  RecipeStore(const RecipeStore&) = delete;
+  RecipeStore& operator=(const RecipeStore&) = delete;
+
+  const std::string& path() const { return db_.path(); }
+  const KbRules& rules() const { return rules_; }
+  // The schema version the file had before this open migrated it (0: new file).
+  int opened_at_version() const { return opened_at_version_; }
+
+  // Admits a validated result, or says why not (Admission::admitted == false).
+  Result<Admission> Admit(const AdmissionRequest& req);
+  // One recipe with its config, learnings, failures and history; kNotFound if absent.
+  Result<Recipe> Get(int64_t id);
+  // Every recipe (active and demoted), by id.
+  Result<std::vector<Recipe>> List();
+  Result<int64_t> Count();
+
+  // The best active recipe for the query along the fallback order, with the fields
+  // that matched, those relaxed and why; MatchResult::recipe is empty on a miss.
+  Result<MatchResult> Match(const MatchQuery& query);
+  // Learnings of every active recipe matching at >= priors_min_confidence, strongest first.
+  Result<std::vector<PriorLearning>> Learnings(const MatchQuery& query);
+  // Failures of every recipe (demoted ones too) matching at >= priors_min_confidence.
+  Result<std::vector<PriorFailure>> Failures(const MatchQuery& query);
+
+  // Records a warm replay. Reproduced: history + reproduce_count (at the recipe's own
+  // point). Not reproduced at its own identity and workload: demoted with the reason.
+  // Not reproduced elsewhere: recorded only (the recipe still holds where it was measured).
+  Result<ReplayVerdict> RecordReplay(int64_t id, const ReplayOutcome& outcome);
+  // Demotes a recipe explicitly (kept, never replayed again until re-admitted).
+  Status Demote(int64_t id, const std::string& reason, const std::string& session_id);
+
+  // All recipes as JSON lines (kb/jsonl.h), by id.
+  Result<std::string> ExportJsonl();
+  // Imports JSON lines in one transaction (all or nothing); existing keys are merged.
+  Result<ImportStats> ImportJsonl(std::string_view text, std::string_view source_name);
+
+ private:
+  struct Candidate;
+  RecipeStore(SqliteDb db, KbRules rules, StoreOptions options)
+      : db_(std::move(db)), rules_(std::move(rules)), options_(std::move(options)) {}
+
+  std::string Now();
+  Status CommitWrite(Transaction& txn);
+  Result<std::vector<Candidate>> Candidates(const MatchQuery& query, bool include_demoted);
+  Result<Recipe> LoadLocked(int64_t id);
+  Result<std::optional<int64_t>> FindByKey(const std::string& key);
+  Result<int64_t> InsertLocked(const Recipe& r, const std::string& now);
+  Status InsertChildren(int64_t id, const std::vector<Learning>& learnings, const std::vector<Failure>& failures);
+  Status AddHistory(int64_t id, const HistoryEvent& e);
+  Result<Admission> UpdateLocked(int64_t id, const Recipe& r, const std::string& now);
+  Result<bool> MergeLocked(int64_t id, const Recipe& incoming, const std::string& now);
+
+  std::mutex mu_;
+  SqliteDb db_;  // GUARDED_BY(mu_)
+  KbRules rules_;
+  StoreOptions options_;
+  int opened_at_version_ = 0;
+};
+
+}  // namespace hone::kb

@@ -1,0 +1,121 @@
+// RecipeStore reads and priors on a real file: listing, and learnings/failures of
+// every matching recipe weighted by its match confidence.
+#include "kb/store.h"
+
+#include <gtest/gtest.h>
+
+#include "kb/kb_test_util.h"
+#include "testing/test_util.h"
+
+namespace hone::kb {
+namespace {
+
+using testing::RepoRules;
+using testing::TestIdentity;
+using testing::TestRecipe;
+using testing::Validated;
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = sys::TempDir::Create("hone-kb-store");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+    auto s = RecipeStore::Open(dir_->path() / "sub" / "kb.sqlite", RepoRules());  // creates the directory
+    ASSERT_TRUE(s) << s.error().ToString();
+    store_ = std::move(*s);
+  }
+  int64_t AdmitOrDie(const Recipe& r) {
+    auto a = store_->Admit(Validated(r));
+    EXPECT_TRUE(a && a->admitted) << (a ? a->reason : a.error().ToString());
+    return a ? a->recipe_id : 0;
+  }
+  std::unique_ptr<sys::TempDir> dir_;
+  std::unique_ptr<RecipeStore> store_;
+};
+
+TEST_F(StoreTest, ListReturnsEveryRecipeInIdOrder) {
+  Recipe a = TestRecipe();
+  Recipe b = TestRecipe();
+  b.identity.model = "llama-other";
+  int64_t ia = AdmitOrDie(a);
+  int64_t ib = AdmitOrDie(b);
+  ASSERT_OK(store_->Demote(ia, "manual", "s-9"));
+  ASSERT_OK_AND_ASSIGN(std::vector<Recipe> all, store_->List());
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, ia);
+  EXPECT_EQ(all[0].status, RecipeStatus::kDemoted);
+  EXPECT_EQ(all[1].id, ib);
+  EXPECT_EQ(all[1].identity.model, "llama-other");
+}
+
+TEST_F(StoreTest, PriorsComeFromEveryMatchingRecipeWithItsConfidence) {
+  Recipe exact = TestRecipe();
+  exact.learnings = {{"threads", "2", 0.15, 0.1, 0.2, {"t-3"}}};
+  int64_t exact_id = AdmitOrDie(exact);
+
+  Recipe other_hw = TestRecipe();
+  other_hw.identity.hardware = "cpu-arm64-8c";  // 0.60: priors, never replay
+  other_hw.learnings = {{"batch_size", "1024", 0.30, 0.2, 0.4, {"t-31"}}};
+  other_hw.failures = {{Config{{"mlock", "on"}}, FailureKind::kOutOfMemory, "mlock limit", {"t-32"}}};
+  int64_t hw_id = AdmitOrDie(other_hw);
+
+  Recipe other_framework = TestRecipe();
+  other_framework.identity.framework = "vllm";  // never relaxed: no priors
+  other_framework.learnings = {{"max_num_seqs", "64", 0.5, 0.4, 0.6, {"t-41"}}};
+  AdmitOrDie(other_framework);
+
+  MatchQuery q{TestIdentity(), TestRecipe().workload};
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorLearning> learnings, store_->Learnings(q));
+  ASSERT_EQ(learnings.size(), 2u);
+  EXPECT_EQ(learnings[0].recipe_id, exact_id);
+  EXPECT_EQ(learnings[0].confidence, 1.0);
+  EXPECT_EQ(learnings[0].step, "exact");
+  EXPECT_EQ(learnings[0].learning.knob, "threads");
+  EXPECT_EQ(learnings[1].recipe_id, hw_id);
+  EXPECT_NEAR(learnings[1].confidence, 0.60, 1e-12);
+  EXPECT_EQ(learnings[1].step, "other_hardware");
+  EXPECT_EQ(learnings[1].learning.knob, "batch_size");
+
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorFailure> failures, store_->Failures(q));
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0].recipe_id, exact_id);
+  EXPECT_EQ(failures[0].failure.kind, FailureKind::kCrashed);
+  EXPECT_EQ(failures[1].failure.kind, FailureKind::kOutOfMemory);
+  EXPECT_EQ(failures[1].failure.config_delta, (Config{{"mlock", "on"}}));
+  EXPECT_NEAR(failures[1].confidence, 0.60, 1e-12);
+}
+
+TEST_F(StoreTest, PriorsBelowTheirThresholdAreLeftOut) {
+  Recipe trace = TestRecipe();
+  trace.identity.hardware = "cpu-arm64-8c";  // 0.60 ...
+  trace.workload = {.kind = "trace", .trace_id = "agentic-1"};
+  AdmitOrDie(trace);
+  // ... x 0.5 for another workload kind = 0.30 < priors_min_confidence 0.50.
+  ASSERT_OK_AND_ASSIGN(auto learnings, store_->Learnings({TestIdentity(), TestRecipe().workload}));
+  EXPECT_TRUE(learnings.empty());
+  // Without a workload in the query the operating point is not compared: 0.60.
+  ASSERT_OK_AND_ASSIGN(learnings, store_->Learnings({TestIdentity(), {}}));
+  EXPECT_EQ(learnings.size(), 2u);
+}
+
+TEST_F(StoreTest, LockedDatabaseIsUnavailableNotAHang) {
+  AdmitOrDie(TestRecipe());
+  StoreOptions impatient;
+  impatient.busy_timeout = std::chrono::milliseconds(50);
+  ASSERT_OK_AND_ASSIGN(auto other, RecipeStore::Open(store_->path(), RepoRules(), impatient));
+  // Hold the write lock from a third connection.
+  ASSERT_OK_AND_ASSIGN(SqliteDb holder, SqliteDb::Open(store_->path(), std::chrono::milliseconds(1000)));
+  ASSERT_OK_AND_ASSIGN(Transaction txn, Transaction::BeginImmediate(holder));
+  Recipe r = TestRecipe();
+  r.config.Set("threads", "3");
+  auto a = other->Admit(Validated(r));
+  ASSERT_FALSE(a);
+  EXPECT_EQ(a.error().code, ErrorCode::kUnavailable);
+  // Reads still work while the writer holds the lock (WAL).
+  ASSERT_OK_AND_ASSIGN(MatchResult m, other->Match({TestIdentity(), {}}));
+  EXPECT_TRUE(m.recipe.has_value());
+}
+
+}  // namespace
+}  // namespace hone::kb

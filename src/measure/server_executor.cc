@@ -1,0 +1,329 @@
+#include "measure/server_executor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <regex>
+
+#include "bench/replay.h"
+#include "bench/result_io.h"
+#include "bench/runner.h"
+#include "bench/workload.h"
+#include "core/rng.h"
+#include "core/strings.h"
+#include "net/http.h"
+#include "sys/clock.h"
+#include "sys/files.h"
+#include "sys/process.h"
+#include "sys/signals.h"
+#include "target/server.h"
+
+namespace hone::measure {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+ServerTrialExecutor::ServerTrialExecutor(ExecutorSetup setup) : s_(std::move(setup)) {}
+
+Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
+  if (sys::InterruptRequested()) return Cancelled("interrupted");
+  TrialOutcome o;
+  o.id = req.id;
+  o.role = req.role;
+  o.config = req.config;
+  o.point = req.point;
+  o.dir = (fs::path(s_.run_dir) / "trials" / req.id).string();
+  o.start_unix_us = sys::DefaultClock().WallMicros();
+  HONE_TRY(sys::EnsureDir(o.dir));
+  int64_t t0 = sys::DefaultClock().MonoNanos();
+  auto finish = [&]() -> Result<TrialOutcome> {
+    o.wall_s = static_cast<double>(sys::DefaultClock().MonoNanos() - t0) * 1e-9;
+    HONE_TRY(WriteTrialOutcome(o));
+    return o;
+  };
+  json cfg = json::object();
+  for (const auto& [k, v] : req.config.values()) cfg[k] = v;
+  HONE_TRY(sys::WriteFileAtomic(fs::path(o.dir) / "config.json",
+                                json{{"id", req.id}, {"role", req.role}, {"config", cfg}, {"point", req.point.Label()}}
+                                        .dump(2) + "\n"));
+  auto model = s_.models->Resolve(req.config);
+  if (!model) {
+    o.failure_kind = "artifact";
+    o.failure_detail = model.error().message;
+    return finish();
+  }
+  const spec::SessionSpec& spec = s_.spec;
+  target::LaunchContext lc{.server_binary = s_.server_binary, .model_path = *model,
+                           .extra_args = spec.target.server_args};
+  auto server = target::StartServer(
+      *s_.adapter, req.config, lc,
+      {.log_path = (fs::path(o.dir) / "server.log").string(),
+       .health_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.measurement.health_timeout_s * 1000))});
+  if (!server) {
+    if (server.error().code == ErrorCode::kCancelled) return Fail(server.error());
+    o.failure_kind = std::string(server.error().Get("failure_kind"));
+    if (o.failure_kind.empty()) o.failure_kind = "launch_error";
+    o.failure_detail = server.error().message;
+    if (auto excerpt = server.error().Get("log_excerpt"); !excerpt.empty()) o.failure_detail += " | " + std::string(excerpt);
+    return finish();
+  }
+  o.launched = true;
+  o.startup_s = (*server)->startup_seconds();
+  o.command = (*server)->spec().ShellCommand();
+  HONE_TRY(sys::WriteFileAtomic(fs::path(o.dir) / "command.txt", o.command + "\n"));
+
+  bench::RunOptions run;
+  run.port = (*server)->port();
+  run.profile = s_.profile;
+  run.progress = false;
+  run.seed = spec.workload.seed;
+  auto shape = bench::LoadShape::Parse(spec.workload.load, req.point.concurrency);
+  if (!shape) return Fail(shape.error());
+  run.shape = *shape;
+  run.limits.idle_timeout = 120s;
+  bench::RunContext ctx;
+  ctx.framework = s_.adapter->name();
+  ctx.model = spec.target.model.Describe();
+  ctx.load = shape->ToString();
+  ctx.concurrency = req.point.concurrency;
+  ctx.seed = spec.workload.seed;
+  ctx.num_gpus = std::max(1, spec.target.num_gpus);
+  ctx.hardware = s_.hardware;
+  ctx.precision = req.config.GetOr("weights", "source");
+  ctx.tool_version = "hone";
+  ctx.start_unix_us = sys::DefaultClock().WallMicros();
+  Result<bench::RunOutput> out = Internal("not run");
+  if (spec.workload.kind == "agentic") {
+    ctx.kind = "agentic";
+    ctx.endpoint = "/v1/chat/completions";
+    ctx.trace = spec.workload.trace.empty() ? "generated:" + spec.workload.trace_preset : spec.workload.trace;
+    bench::AgenticOptions ag;
+    ag.concurrency = req.point.concurrency;
+    ag.duration_s = spec.workload.duration_s;
+    ag.seed = spec.workload.seed;
+    ag.think_scale = spec.workload.think_scale;
+    out = bench::RunAgentic(s_.traces, ag, run);
+  } else {
+    bench::FixedWorkloadSpec w;
+    w.endpoint = spec.workload.endpoint == "chat" ? bench::Endpoint::kChat : bench::Endpoint::kCompletions;
+    w.isl = req.point.isl;
+    w.osl = req.point.osl;
+    w.range_ratio = spec.workload.range_ratio;
+    w.semantics = spec.workload.range_semantics == "inferencex" ? bench::RangeSemantics::kInferenceX
+                                                                : bench::RangeSemantics::kVllm;
+    w.num_prompts = spec.workload.num_prompts;
+    w.num_warmups = spec.workload.warmups;
+    w.seed = spec.workload.seed;
+    ctx.endpoint = std::string(bench::EndpointPath(w.endpoint));
+    ctx.isl = w.isl;
+    ctx.osl = w.osl;
+    ctx.range_ratio = w.range_ratio;
+    ctx.range_semantics = std::string(bench::RangeSemanticsName(w.semantics));
+    ctx.num_prompts = w.num_prompts;
+    ctx.num_warmups = w.num_warmups;
+    out = bench::RunRequests(bench::GenerateFixed(w), run);
+  }
+  (*server)->Stop();
+  if (!out) return Fail(out.error());
+  if (out->interrupted) return Cancelled("interrupted during a trial");
+  o.result = bench::ComputeResult(*out, ctx, {}, s_.profile.metrics);
+  HONE_TRY(bench::WriteResultJson((fs::path(o.dir) / "result.json").string(), o.result));
+  HONE_TRY(bench::WriteRecordsJsonl((fs::path(o.dir) / "records.jsonl").string(), out->records));
+  o.valid = o.result.valid;
+  o.invalid_reasons = o.result.invalid_reasons;
+  o.error_rate = o.result.total > 0 ? static_cast<double>(o.result.failed) / o.result.total : 0;
+  ObjectiveCheck check = EvaluateObjective(o.result, spec.objective);
+  o.objective = check.value;
+  o.slo_ok = check.slo_ok;
+  o.slo_violations = check.violations;
+  if (!check.available) {
+    o.valid = false;
+    o.invalid_reasons.push_back("objective " + spec.objective.metric + " unavailable in this run");
+  }
+  return finish();
+}
+
+Result<std::vector<int32_t>> ServerTrialExecutor::Greedy(const std::string& host, int port,
+                                                         const std::vector<int32_t>& prompt, int n) {
+  bool native = s_.adapter->name() == "llama.cpp";
+  json body = {{"prompt", prompt}, {"temperature", 0}, {"ignore_eos", true}};
+  if (native) {
+    body["n_predict"] = n;
+    body["return_tokens"] = true;
+  } else {
+    body["max_tokens"] = n;
+  }
+  HONE_ASSIGN_OR_RETURN(auto r, net::PostJson(host, port, native ? "/completion" : "/v1/completions", body.dump(), 120s));
+  if (r.status != 200) return Unavailable("accuracy probe: HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200));
+  json j = json::parse(r.body, nullptr, false);
+  if (j.is_discarded()) return DataLoss("accuracy probe: invalid JSON response");
+  std::vector<int32_t> tokens;
+  if (native && j.contains("tokens") && j["tokens"].is_array()) {
+    for (const auto& t : j["tokens"]) tokens.push_back(t.get<int32_t>());
+  } else {
+    // Other frameworks: compare texts (one probe token at a time), hashed to an id.
+    std::string text = j.contains("choices") ? j["choices"][0].value("text", "") : j.value("content", "");
+    tokens.push_back(static_cast<int32_t>(std::hash<std::string>{}(text) & 0x7fffffff));
+  }
+  return tokens;
+}
+
+bool ServerTrialExecutor::NeedsKld(const Config& config) const {
+  if (!s_.spec.accuracy.kld || s_.perplexity_binary.empty() || s_.adapter->name() != "llama.cpp") return false;
+  for (const auto& [k, v] : config.values()) {
+    const target::Knob* knob = s_.adapter->catalog().Find(k);
+    if (knob && (knob->accuracy_risk == "medium" || knob->accuracy_risk == "high") && v != knob->default_value) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> ServerTrialExecutor::RuntimeFlags(const Config& config) const {
+  // Knobs that change numerics and that llama-perplexity shares with the server.
+  std::vector<std::string> out;
+  for (const auto& [k, v] : config.values()) {
+    const target::Knob* knob = s_.adapter->catalog().Find(k);
+    if (!knob || knob->artifact || knob->flag.empty()) continue;
+    if (k != "cache_type_k" && k != "cache_type_v" && k != "flash_attn" && k != "threads") continue;
+    out.push_back(knob->flag);
+    out.push_back(v);
+  }
+  return out;
+}
+
+Result<std::pair<double, double>> ServerTrialExecutor::RunKld(const Config& config, bool make_base) {
+  HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
+  std::vector<std::string> argv = {s_.perplexity_binary, "-m", model, "-c", "128", "-b", "128",
+                                   "--kl-divergence-base", kld_base_};
+  if (make_base) {
+    argv.push_back("-f");
+    argv.push_back(s_.perplexity_text);
+  } else {
+    argv.push_back("--kl-divergence");
+  }
+  for (const auto& f : RuntimeFlags(config)) argv.push_back(f);
+  HONE_ASSIGN_OR_RETURN(auto res, sys::RunCommand({.argv = argv}, 20min));
+  if (!res.status.success()) {
+    return Fail(Error{ErrorCode::kFailedPrecondition, "llama-perplexity failed (" + res.status.ToString() + ")",
+                      {{"output_tail", LastLines(res.output, 5)}}});
+  }
+  if (make_base) return std::pair<double, double>{0, 100};
+  static const std::regex kld_re(R"(Mean\s+KLD:\s+([0-9.eE+-]+))");
+  static const std::regex top_re(R"(Same top p:\s+([0-9.]+))");
+  std::smatch m1, m2;
+  if (!std::regex_search(res.output, m1, kld_re) || !std::regex_search(res.output, m2, top_re)) {
+    return DataLoss("llama-perplexity printed no KL divergence statistics");
+  }
+  return std::pair<double, double>{ParseDouble(m1[1].str()).value_or(1e9), ParseDouble(m2[1].str()).value_or(0)};
+}
+
+Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
+  const spec::AccuracySpec& a = s_.spec.accuracy;
+  if (!a.enabled) return Ok();
+  fs::path dir = fs::path(s_.run_dir) / "accuracy";
+  HONE_TRY(sys::EnsureDir(dir));
+  fs::path ref = dir / "reference.json";
+  probes_.clear();
+  if (sys::FileExists(ref)) {  // resume: the reference is kept
+    HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(ref));
+    json j = json::parse(text, nullptr, false);
+    if (!j.is_discarded()) {
+      for (const auto& p : j["probes"]) probes_.push_back({p["prompt"].get<std::vector<int32_t>>(),
+                                                            p["reference"].get<std::vector<int32_t>>()});
+    }
+  }
+  if (probes_.empty()) {
+    HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(stock));
+    target::LaunchContext lc{.server_binary = s_.server_binary, .model_path = model,
+                             .extra_args = s_.spec.target.server_args};
+    HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, stock, lc,
+                                                           {.log_path = (dir / "reference-server.log").string()}));
+    Rng rng(s_.spec.workload.seed ^ 0xacc);
+    json out = {{"probes", json::array()}};
+    for (int i = 0; i < a.probes; ++i) {
+      Probe p;
+      for (int k = 0; k < 32; ++k) p.prompt.push_back(static_cast<int32_t>(rng.Uniform(1000, 30999)));
+      HONE_ASSIGN_OR_RETURN(p.reference, Greedy(server->host(), server->port(), p.prompt, a.probe_tokens));
+      out["probes"].push_back({{"prompt", p.prompt}, {"reference", p.reference}});
+      probes_.push_back(std::move(p));
+    }
+    server->Stop();
+    HONE_TRY(sys::WriteFileAtomic(ref, out.dump() + "\n"));
+  }
+  kld_base_ = (dir / "reference.kld").string();
+  if (a.kld && !s_.perplexity_binary.empty() && s_.adapter->name() == "llama.cpp" && !sys::FileExists(kld_base_)) {
+    HONE_TRY(RunKld(stock, /*make_base=*/true));
+  }
+  return Ok();
+}
+
+Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config, const std::string& label) {
+  const spec::AccuracySpec& a = s_.spec.accuracy;
+  AccuracyOutcome out;
+  if (!a.enabled || probes_.empty()) return out;
+  if (auto it = accuracy_cache_.find(config.Hash()); it != accuracy_cache_.end()) return it->second;
+  fs::path dir = fs::path(s_.run_dir) / "accuracy";
+  fs::path cached = dir / (config.Hash() + ".json");
+  if (sys::FileExists(cached)) {
+    HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(cached));
+    json j = json::parse(text, nullptr, false);
+    if (!j.is_discarded()) {
+      out.ran = true;
+      out.passed = j.value("passed", false);
+      out.token_agreement = j.value("token_agreement", 0.0);
+      out.probes_compared = j.value("probes_compared", 0);
+      if (j.contains("kld_mean") && !j["kld_mean"].is_null()) out.kld_mean = j["kld_mean"].get<double>();
+      if (j.contains("same_top") && !j["same_top"].is_null()) out.same_top = j["same_top"].get<double>();
+      out.detail = j.value("detail", "");
+      accuracy_cache_[config.Hash()] = out;
+      return out;
+    }
+  }
+  HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
+  target::LaunchContext lc{.server_binary = s_.server_binary, .model_path = model,
+                           .extra_args = s_.spec.target.server_args};
+  HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, config, lc,
+                                                         {.log_path = (dir / (label + "-server.log")).string()}));
+  out.ran = true;
+  int matched = 0, compared = 0;
+  for (const Probe& p : probes_) {
+    int n = static_cast<int>(p.reference.size());
+    // Teacher forcing: the candidate continues the reference's own prefix.
+    for (int j : {0, n / 4, n / 2, (3 * n) / 4}) {
+      if (j >= n) continue;
+      std::vector<int32_t> prompt = p.prompt;
+      prompt.insert(prompt.end(), p.reference.begin(), p.reference.begin() + j);
+      HONE_ASSIGN_OR_RETURN(auto got, Greedy(server->host(), server->port(), prompt, 1));
+      ++compared;
+      matched += !got.empty() && got[0] == p.reference[static_cast<size_t>(j)];
+    }
+  }
+  server->Stop();
+  out.probes_compared = compared;
+  out.token_agreement = compared ? static_cast<double>(matched) / compared : 1.0;
+  out.passed = out.token_agreement >= a.min_token_agreement;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "token agreement %.1f%% (%d/%d, min %.0f%%)", out.token_agreement * 100, matched,
+                compared, a.min_token_agreement * 100);
+  out.detail = buf;
+  if (NeedsKld(config)) {
+    HONE_ASSIGN_OR_RETURN(auto kld, RunKld(config, false));
+    out.kld_mean = kld.first;
+    out.same_top = kld.second;
+    bool kld_ok = kld.first <= a.max_kld;
+    out.passed = out.passed && kld_ok;
+    std::snprintf(buf, sizeof buf, "; KLD %.5f (max %.5f), same top token %.1f%%", kld.first, a.max_kld, kld.second);
+    out.detail += buf;
+  }
+  json j = {{"passed", out.passed}, {"token_agreement", out.token_agreement}, {"probes_compared", compared},
+            {"kld_mean", out.kld_mean ? json(*out.kld_mean) : json(nullptr)},
+            {"same_top", out.same_top ? json(*out.same_top) : json(nullptr)}, {"detail", out.detail},
+            {"config", config.ToString()}};
+  HONE_TRY(sys::WriteFileAtomic(cached, j.dump(2) + "\n"));
+  accuracy_cache_[config.Hash()] = out;
+  return out;
+}
+
+}  // namespace hone::measure

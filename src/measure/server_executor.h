@@ -1,0 +1,64 @@
+// ServerTrialExecutor: runs trials against real servers (TrialExecutor's real side).
+//
+// It owns nothing global: the adapter, binaries, base model and run directory come
+// from the session. Each Run() starts a fresh server for the configuration (through
+// the adapter and ModelStore), benchmarks the session's workload at the requested
+// operating point, stops the server and writes the trial directory. The accuracy
+// gate runs its own short-lived servers: a teacher-forced greedy-token agreement
+// check against the stock configuration's outputs on fixed probe prompts, and, for
+// llama.cpp configurations that change numerics (weights, KV cache types), the KL
+// divergence of their logits from the stock ones via llama-perplexity.
+// Not thread-safe: one trial at a time (the machine is being measured).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/openai.h"
+#include "bench/trace.h"
+#include "measure/model_store.h"
+#include "measure/trial.h"
+#include "spec/session_spec.h"
+#include "target/adapter.h"
+
+namespace hone::measure {
+
+struct ExecutorSetup {
+  const target::Adapter* adapter = nullptr;
+  std::string server_binary;
+  std::string perplexity_binary;  // llama.cpp only; empty: no KLD check
+  std::string perplexity_text;    // text for the KLD check
+  ModelStore* models = nullptr;
+  std::string run_dir;
+  spec::SessionSpec spec;
+  bench::ServerProfile profile;
+  std::vector<bench::Trace> traces;  // agentic workloads
+  std::string hardware;
+};
+
+class ServerTrialExecutor final : public TrialExecutor {
+ public:
+  explicit ServerTrialExecutor(ExecutorSetup setup);
+  Result<TrialOutcome> Run(const TrialRequest& request) override;
+  Status PrepareAccuracy(const Config& stock) override;
+  Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label) override;
+
+ private:
+  struct Probe {
+    std::vector<int32_t> prompt;
+    std::vector<int32_t> reference;  // the stock config's greedy tokens
+  };
+  Result<std::vector<int32_t>> Greedy(const std::string& host, int port, const std::vector<int32_t>& prompt, int n);
+  bool NeedsKld(const Config& config) const;
+  std::vector<std::string> RuntimeFlags(const Config& config) const;
+  Result<std::pair<double, double>> RunKld(const Config& config, bool make_base);
+
+  ExecutorSetup s_;
+  std::vector<Probe> probes_;
+  std::string kld_base_;
+  std::map<std::string, AccuracyOutcome> accuracy_cache_;  // config hash -> outcome
+};
+
+}  // namespace hone::measure

@@ -1,0 +1,102 @@
+#include "measure/trial.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "bench/result_io.h"
+#include "sys/files.h"
+
+namespace hone::measure {
+
+using json = nlohmann::json;
+
+std::string OperatingPoint::Label() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "c%d isl%lld osl%lld", concurrency, static_cast<long long>(isl),
+                static_cast<long long>(osl));
+  return buf;
+}
+
+ObjectiveCheck EvaluateObjective(const bench::BenchResult& r, const spec::ObjectiveSpec& objective) {
+  ObjectiveCheck c;
+  if (auto v = bench::Metric(r, objective.metric)) {
+    c.value = *v;
+    c.available = true;
+  }
+  for (const auto& slo : objective.slos) {
+    auto v = bench::Metric(r, slo.metric);
+    bool ok = v && (slo.at_least ? *v >= slo.value : *v <= slo.value);
+    if (!ok) {
+      char buf[160];
+      if (v) {
+        std::snprintf(buf, sizeof buf, "%s = %.4g violates %s", slo.metric.c_str(), *v, slo.ToString().c_str());
+      } else {
+        std::snprintf(buf, sizeof buf, "%s unavailable for %s", slo.metric.c_str(), slo.ToString().c_str());
+      }
+      c.violations.push_back(buf);
+      c.slo_ok = false;
+    }
+  }
+  return c;
+}
+
+Status WriteTrialOutcome(const TrialOutcome& o) {
+  json cfg = json::object();
+  for (const auto& [k, v] : o.config.values()) cfg[k] = v;
+  json j = {{"id", o.id},
+            {"role", o.role},
+            {"config", cfg},
+            {"point", {{"concurrency", o.point.concurrency}, {"isl", o.point.isl}, {"osl", o.point.osl}}},
+            {"launched", o.launched},
+            {"failure_kind", o.failure_kind},
+            {"failure_detail", o.failure_detail},
+            {"valid", o.valid},
+            {"invalid_reasons", o.invalid_reasons},
+            {"objective", o.objective},
+            {"slo_ok", o.slo_ok},
+            {"slo_violations", o.slo_violations},
+            {"error_rate", o.error_rate},
+            {"wall_s", o.wall_s},
+            {"startup_s", o.startup_s},
+            {"start_unix_us", o.start_unix_us},
+            {"command", o.command}};
+  return sys::WriteFileAtomic(std::filesystem::path(o.dir) / "outcome.json", j.dump(2) + "\n");
+}
+
+Result<TrialOutcome> ReadTrialOutcome(const std::string& dir) {
+  HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(std::filesystem::path(dir) / "outcome.json"));
+  HONE_ASSIGN_OR_RETURN(TrialOutcome o, TryCatch(ErrorCode::kDataLoss, "reading " + dir + "/outcome.json", [&] {
+    json j = json::parse(text);
+    TrialOutcome t;
+    t.id = j.at("id");
+    t.role = j.at("role");
+    for (auto& [k, v] : j.at("config").items()) t.config.Set(k, v.get<std::string>());
+    t.point.concurrency = j["point"].value("concurrency", 1);
+    t.point.isl = j["point"].value("isl", int64_t{0});
+    t.point.osl = j["point"].value("osl", int64_t{0});
+    t.launched = j.value("launched", false);
+    t.failure_kind = j.value("failure_kind", "");
+    t.failure_detail = j.value("failure_detail", "");
+    t.valid = j.value("valid", false);
+    t.invalid_reasons = j.value("invalid_reasons", std::vector<std::string>{});
+    t.objective = j.value("objective", 0.0);
+    t.slo_ok = j.value("slo_ok", true);
+    t.slo_violations = j.value("slo_violations", std::vector<std::string>{});
+    t.error_rate = j.value("error_rate", 0.0);
+    t.wall_s = j.value("wall_s", 0.0);
+    t.startup_s = j.value("startup_s", 0.0);
+    t.start_unix_us = j.value("start_unix_us", int64_t{0});
+    t.command = j.value("command", "");
+    t.dir = dir;
+    return t;
+  }));
+  std::string result = (std::filesystem::path(dir) / "result.json").string();
+  if (o.launched && sys::FileExists(result)) {
+    HONE_ASSIGN_OR_RETURN(o.result, bench::ReadResultJson(result));
+  }
+  return o;
+}
+
+}  // namespace hone::measure

@@ -1,0 +1,101 @@
+// Trials: one hermetic end-to-end measurement of one configuration.
+//
+// A trial is: fresh server process group -> health -> warm-up -> measured benchmark
+// -> teardown, with a fixed seed (every trial sends the same prompts) and a cold
+// server cache (a new process). Its directory trials/<id>/ holds config.json,
+// command.txt, server.log, result.json, records.jsonl and outcome.json, so every
+// number hone reports can be traced to the trial that measured it. A failed launch
+// is an outcome (classified failure kind), not an error.
+//
+// TrialExecutor is the seam between the session coordinator and real servers:
+// ServerTrialExecutor (below) runs them; tests drive the coordinator with fakes.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/metrics.h"
+#include "bench/openai.h"
+#include "bench/trace.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "spec/session_spec.h"
+#include "target/adapter.h"
+
+namespace hone::measure {
+
+struct OperatingPoint {
+  int concurrency = 1;
+  int64_t isl = 0;
+  int64_t osl = 0;
+  std::string Label() const;  // "c4 isl128 osl32"
+  friend bool operator==(const OperatingPoint&, const OperatingPoint&) = default;
+};
+
+struct TrialRequest {
+  std::string id;    // "t0007"
+  std::string role;  // baseline | aa | candidate | screen | replay | sweep | validate
+  Config config;     // the full configuration (stock merged with the candidate)
+  OperatingPoint point;
+};
+
+struct TrialOutcome {
+  std::string id;
+  std::string role;
+  Config config;
+  OperatingPoint point;
+  bool launched = false;
+  std::string failure_kind;    // when !launched: bad_flag, out_of_memory, ...
+  std::string failure_detail;
+  bool valid = false;          // launched, and the benchmark run is a result
+  std::vector<std::string> invalid_reasons;
+  double objective = 0;
+  bool slo_ok = true;
+  std::vector<std::string> slo_violations;
+  double error_rate = 0;
+  double wall_s = 0;
+  double startup_s = 0;
+  int64_t start_unix_us = 0;
+  std::string dir;
+  std::string command;
+  bench::BenchResult result;
+};
+
+struct AccuracyOutcome {
+  bool passed = true;
+  bool ran = false;
+  double token_agreement = 1.0;
+  int probes_compared = 0;
+  std::optional<double> kld_mean;
+  std::optional<double> same_top;
+  std::string detail;
+};
+
+class TrialExecutor {
+ public:
+  virtual ~TrialExecutor() = default;
+  // Runs one trial. Errors are infrastructure failures (a directory that cannot be
+  // written, an interrupt); launch failures and invalid runs are outcomes.
+  virtual Result<TrialOutcome> Run(const TrialRequest& request) = 0;
+  // Captures the accuracy reference from the stock configuration (once per session).
+  virtual Status PrepareAccuracy(const Config& stock) = 0;
+  // Compares `config`'s outputs with the reference.
+  virtual Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label) = 0;
+};
+
+// Objective value and SLO check of a result under a spec.
+struct ObjectiveCheck {
+  double value = 0;
+  bool available = false;
+  bool slo_ok = true;
+  std::vector<std::string> violations;
+};
+ObjectiveCheck EvaluateObjective(const bench::BenchResult& r, const spec::ObjectiveSpec& objective);
+
+// Reads a finished trial back from its directory (for resume and reports).
+Result<TrialOutcome> ReadTrialOutcome(const std::string& dir);
+Status WriteTrialOutcome(const TrialOutcome& o);
+
+}  // namespace hone::measure

@@ -1,0 +1,509 @@
+#include "report/report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "core/strings.h"
+#include "sys/clock.h"
+#include "sys/files.h"
+
+namespace hone::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string F(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+std::string Pct(double gain) { return F("%+.1f%%", gain * 100); }
+
+std::string HtmlEscape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+bool Flagged(const session::CandidateRecord& c) {
+  return c.verdict == "KEEP" && (!c.accuracy_passed || c.accuracy.empty());
+}
+
+}  // namespace
+
+std::vector<Stage> BuildStages(const ReportInput& in) {
+  const session::SessionState& s = *in.state;
+  std::vector<Stage> stages;
+  stages.push_back({"baseline (stock)", 0, 0, "trials " + Join(s.baseline_trials, ", ")});
+  // KEEPs in order, grouped by phase and cycle; gains multiply (each was measured
+  // against the incumbent it replaced).
+  double cumulative = 1.0;
+  std::string current;
+  for (const auto& c : s.candidates) {
+    if (c.verdict != "KEEP" || c.phase == "enablement") continue;
+    std::string name = c.phase == "prelude" ? "warm replay (knowledge base)"
+                       : c.phase == "kernel" ? "kernel (cycle " + std::to_string(c.cycle) + ")"
+                                             : "framework (cycle " + std::to_string(c.cycle) + ")";
+    if (stages.back().name != name) stages.push_back({name, 0, 0, ""});
+    Stage& st = stages.back();
+    double before = cumulative;
+    cumulative *= 1.0 + c.gain;
+    st.stage_gain = (1.0 + st.stage_gain) * (cumulative / before) - 1.0;
+    st.gain_vs_baseline = cumulative - 1.0;
+    st.evidence += (st.evidence.empty() ? "" : "; ") + c.id + " " + c.delta.ToString();
+  }
+  if (s.validated) {
+    stages.push_back({"validated end to end (close)", s.validated_gain, 0,
+                      "paired re-measurement, trials " + Join(s.validation_trials, ", ")});
+  }
+  return stages;
+}
+
+std::string RenderMarkdown(const ReportInput& in) {
+  const session::SessionState& s = *in.state;
+  const spec::SessionSpec& spec = *in.spec;
+  std::string o;
+  auto line = [&](const std::string& t) { o += t + "\n"; };
+  line("# hone report: " + s.name);
+  line("");
+  line("Session `" + s.session_id + "`, started " + sys::FormatUtc(s.started_unix_us) + ". Stop reason: **" +
+       s.stop_reason + "**.");
+  line("");
+  line("- Target: " + spec.target.adapter + (in.framework_version.empty() ? "" : " " + in.framework_version) +
+       ", model " + in.model + ", hardware " + in.hardware);
+  line("- Workload: " + spec.workload.kind + ", " + spec.workload.endpoint + ", concurrency " +
+       std::to_string(spec.workload.concurrency) +
+       (spec.workload.kind == "fixed"
+            ? ", ISL " + std::to_string(spec.workload.isl) + " / OSL " + std::to_string(spec.workload.osl) + ", " +
+                  std::to_string(spec.workload.num_prompts) + " prompts per trial"
+            : ", " + F("%.0f", spec.workload.duration_s) + " s replay window"));
+  std::string slos;
+  for (const auto& c : spec.objective.slos) slos += (slos.empty() ? "" : ", ") + c.ToString();
+  line("- Objective: " + std::string(spec.objective.maximize ? "maximize " : "minimize ") + spec.objective.metric +
+       (slos.empty() ? "" : " subject to " + slos));
+  line("- Budget: " + HumanSeconds(spec.budget.wall_s) + "; " + std::to_string(s.trials_run) + " trials run in " +
+       HumanSeconds(s.trial_seconds_total) + " of trial time");
+  line("");
+  line("## Outcome");
+  line("");
+  if (s.baseline_values.empty()) {
+    line("No baseline could be measured: " + s.stop_reason);
+  } else {
+    line("| | " + spec.objective.metric + " | trials |");
+    line("|---|---|---|");
+    line("| stock | " + F("%.4g", s.baseline_objective) + " | " + Join(s.baseline_trials, ", ") + " (+A/A " +
+         Join(s.aa_trials, ", ") + ") |");
+    if (s.validated) {
+      line("| stock, re-measured at close | " + F("%.4g", s.validated_stock_objective) + " | " +
+           Join(s.validation_trials, ", ") + " |");
+      line("| best, re-measured at close | " + F("%.4g", s.validated_best_objective) + " | " +
+           Join(s.validation_trials, ", ") + " |");
+      line("");
+      line("**Validated gain: " + Pct(s.validated_gain) + "** (ratio " + F("%.3f", 1 + s.validated_gain) + ", " +
+           F("%.0f", spec.measurement.confidence * 100) + "% interval [" + F("%.3f", s.validated_lo) + ", " +
+           F("%.3f", s.validated_hi) + "], verdict " + s.validation_verdict + ", " +
+           std::to_string(spec.measurement.min_pairs) + " interleaved pairs).");
+    } else if (!(s.best == s.stock)) {
+      line("");
+      line("**The best configuration was not re-validated at close** (" + s.validation_verdict +
+           "): its gain below is from its own paired verdict only.");
+    } else {
+      line("");
+      line("No configuration beat the stock one with a validated verdict.");
+    }
+    line("");
+    line("A/A noise floor (stock vs itself): " + F("%.2f%%", s.noise_floor * 100) + ".");
+    if (!s.stock_note.empty()) line("Stock configuration: " + s.stock_note + ".");
+    if (!s.close_accuracy.empty()) line("Accuracy of the best configuration: " + s.close_accuracy + ".");
+  }
+  line("");
+  line("## Stages");
+  line("");
+  line("| stage | gain vs baseline | stage gain | evidence |");
+  line("|---|---|---|---|");
+  for (const Stage& st : BuildStages(in)) {
+    line("| " + st.name + " | " + Pct(st.gain_vs_baseline) + " | " + Pct(st.stage_gain) + " | " + st.evidence + " |");
+  }
+  line("");
+  line("## Best configuration");
+  line("");
+  line("Knobs: `" + s.best.ToString() + "`");
+  line("");
+  line("```sh");
+  line(in.best_command.empty() ? "(stock)" : in.best_command);
+  line("```");
+  line("");
+  line("## Candidates");
+  line("");
+  line("| id | phase | idea | verdict | gain | interval | pairs | accuracy | trials | reason |");
+  line("|---|---|---|---|---|---|---|---|---|---|");
+  for (const auto& c : s.candidates) {
+    std::string trials = Join(c.candidate_trials, ",");
+    if (!c.screen_trial.empty()) trials = "screen " + c.screen_trial + (trials.empty() ? "" : "; " + trials);
+    line("| " + c.id + " | " + c.phase + " c" + std::to_string(c.cycle) + " | `" + c.delta.ToString() + "` | **" +
+         c.verdict + "**" + (Flagged(c) ? " (flagged)" : "") + " | " + (c.pairs ? Pct(c.gain) : "") + " | " +
+         (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") + " | " +
+         std::to_string(c.pairs) + " | " + c.accuracy + " | " + trials + " | " + c.reason + " |");
+  }
+  std::vector<const session::CandidateRecord*> flagged;
+  for (const auto& c : s.candidates) {
+    if (Flagged(c)) flagged.push_back(&c);
+  }
+  line("");
+  line("## Kept without full validation");
+  line("");
+  if (flagged.empty() && (s.validated || s.best == s.stock)) {
+    line("Nothing: every kept change passed its paired verdict and the accuracy gate, and the final best was "
+         "re-validated at close.");
+  }
+  for (const auto* c : flagged) line("- " + c->id + " `" + c->delta.ToString() + "`: kept without an accuracy check");
+  if (!s.validated && !(s.best == s.stock)) line("- the final configuration was not re-validated at close");
+  line("");
+  line("## What failed and why");
+  line("");
+  int failures = 0;
+  for (const auto& c : s.candidates) {
+    if (c.verdict == "LAUNCH_FAILED" || c.verdict == "ACCURACY_FAILED" || c.verdict == "INVALID") {
+      line("- " + c.id + " `" + c.delta.ToString() + "`: " + c.verdict + " — " + c.reason);
+      ++failures;
+    }
+  }
+  if (failures == 0) line("No candidate failed to launch or failed accuracy.");
+  if (!s.sweep.empty()) {
+    line("");
+    line("## Sweep (best vs stock per operating point)");
+    line("");
+    line("| concurrency | ISL | OSL | stock " + spec.objective.metric + " | best | verdict | stock tok/s | best tok/s | "
+         "stock p50 tok/s/user | best | trials |");
+    line("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (const auto& p : s.sweep) {
+      line("| " + std::to_string(p.concurrency) + " | " + std::to_string(p.isl) + " | " + std::to_string(p.osl) +
+           " | " + F("%.4g", p.stock_objective) + " | " + F("%.4g", p.best_objective) + " | " + p.verdict + " | " +
+           F("%.1f", p.stock_tps) + " | " + F("%.1f", p.best_tps) + " | " + F("%.2f", p.stock_intvty) + " | " +
+           F("%.2f", p.best_intvty) + " | " + Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",") + " |");
+    }
+  }
+  line("");
+  line("## Phases");
+  line("");
+  line("| phase | cycle | start (s) | end (s) | status | note |");
+  line("|---|---|---|---|---|---|");
+  for (const auto& p : s.phases) {
+    line("| " + p.phase + " | " + std::to_string(p.cycle) + " | " + F("%.0f", p.started_s) + " | " +
+         F("%.0f", p.finished_s) + " | " + p.status + " | " + p.note + " |");
+  }
+  if (!s.warm_replay.empty() || !s.kb_result.empty() || !s.roofline.empty()) {
+    line("");
+    line("## Knowledge base and roofline");
+    line("");
+    if (!s.warm_replay.empty()) line("- Warm start: " + s.warm_replay);
+    if (!s.kb_result.empty()) line("- Recipe: " + s.kb_result);
+    if (!s.roofline.empty()) line("- Roofline: " + s.roofline);
+  }
+  if (!in.search_summary.empty()) {
+    line("");
+    line("## Search");
+    line("");
+    line("```");
+    o += in.search_summary;
+    line("```");
+  }
+  line("");
+  line("## Trials");
+  line("");
+  line("| trial | role | config | point | status | " + spec.objective.metric + " | TTFT p50 ms | TPOT p50 ms | wall s |");
+  line("|---|---|---|---|---|---|---|---|---|");
+  for (const auto& t : in.trials) {
+    std::string status = !t.launched ? "launch failed: " + t.failure_kind : !t.valid ? "invalid" : "ok";
+    line("| " + t.id + " | " + t.role + " | `" + t.config.ToString() + "` | " + t.point.Label() + " | " + status +
+         " | " + (t.valid ? F("%.4g", t.objective) : "") + " | " +
+         (t.launched ? F("%.1f", t.result.ttft.p50 * 1e3) : "") + " | " +
+         (t.launched ? F("%.2f", t.result.tpot.p50 * 1e3) : "") + " | " + F("%.1f", t.wall_s) + " |");
+  }
+  return o;
+}
+
+namespace {
+
+// Objective over time: one dot per valid trial (x = trial order), colored by role,
+// with the stock baseline and the final validated best as reference lines.
+std::string ObjectivePlot(const ReportInput& in) {
+  const int w = 760, h = 300, ml = 60, mr = 20, mt = 20, mb = 40;
+  std::vector<const measure::TrialOutcome*> pts;
+  double lo = 1e300, hi = -1e300;
+  for (const auto& t : in.trials) {
+    if (!t.valid) continue;
+    pts.push_back(&t);
+    lo = std::min(lo, t.objective);
+    hi = std::max(hi, t.objective);
+  }
+  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(w) + "' height='" +
+                    std::to_string(h) + "' role='img' aria-label='objective over trials'>";
+  svg += "<rect width='100%' height='100%' fill='white'/>";
+  if (pts.empty()) return svg + "<text x='20' y='40'>no valid trials</text></svg>";
+  if (hi - lo < 1e-9) hi = lo + 1;
+  double pad = (hi - lo) * 0.1;
+  lo = std::max(0.0, lo - pad);
+  hi += pad;
+  auto X = [&](size_t i) { return ml + (w - ml - mr) * (pts.size() == 1 ? 0.5 : static_cast<double>(i) / (pts.size() - 1)); };
+  auto Y = [&](double v) { return mt + (h - mt - mb) * (1 - (v - lo) / (hi - lo)); };
+  svg += "<line x1='" + std::to_string(ml) + "' y1='" + std::to_string(h - mb) + "' x2='" + std::to_string(w - mr) +
+         "' y2='" + std::to_string(h - mb) + "' stroke='#444'/>";
+  svg += "<line x1='" + std::to_string(ml) + "' y1='" + std::to_string(mt) + "' x2='" + std::to_string(ml) + "' y2='" +
+         std::to_string(h - mb) + "' stroke='#444'/>";
+  for (int k = 0; k <= 4; ++k) {
+    double v = lo + (hi - lo) * k / 4;
+    svg += "<text x='" + std::to_string(ml - 6) + "' y='" + F("%.1f", Y(v) + 4) +
+           "' font-size='11' text-anchor='end' fill='#444'>" + F("%.3g", v) + "</text>";
+  }
+  svg += "<text x='" + std::to_string((w + ml) / 2) + "' y='" + std::to_string(h - 8) +
+         "' font-size='12' text-anchor='middle' fill='#222'>trial (in order)</text>";
+  const auto& s = *in.state;
+  auto hline = [&](double v, const char* color, const std::string& label) {
+    if (v <= 0) return;
+    svg += "<line x1='" + std::to_string(ml) + "' x2='" + std::to_string(w - mr) + "' y1='" + F("%.1f", Y(v)) +
+           "' y2='" + F("%.1f", Y(v)) + "' stroke='" + color + "' stroke-dasharray='5,4'/>";
+    svg += "<text x='" + std::to_string(w - mr - 4) + "' y='" + F("%.1f", Y(v) - 4) +
+           "' font-size='11' text-anchor='end' fill='" + color + "'>" + HtmlEscape(label) + "</text>";
+  };
+  hline(s.baseline_objective, "#888", "stock baseline");
+  if (s.validated) hline(s.validated_best_objective, "#0a7", "validated best");
+  std::map<std::string, const char*> colors = {{"baseline", "#666"}, {"aa", "#999"},       {"screen", "#f90"},
+                                               {"incumbent", "#36c"}, {"candidate", "#c33"}, {"validate", "#0a7"},
+                                               {"sweep", "#a3c"},     {"enablement", "#000"}};
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const char* c = colors.count(pts[i]->role) ? colors[pts[i]->role] : "#333";
+    svg += "<circle cx='" + F("%.1f", X(i)) + "' cy='" + F("%.1f", Y(pts[i]->objective)) + "' r='4' fill='" + c +
+           "'><title>" + HtmlEscape(pts[i]->id + " " + pts[i]->role + " " + pts[i]->config.ToString() + ": " +
+                                    F("%.4g", pts[i]->objective)) +
+           "</title></circle>";
+  }
+  int lx = ml + 10;
+  for (const auto& [role, color] : colors) {
+    svg += "<circle cx='" + std::to_string(lx) + "' cy='" + std::to_string(mt + 6) + "' r='4' fill='" + color + "'/>";
+    svg += "<text x='" + std::to_string(lx + 8) + "' y='" + std::to_string(mt + 10) + "' font-size='11' fill='#222'>" +
+           role + "</text>";
+    lx += 18 + static_cast<int>(role.size()) * 7;
+  }
+  return svg + "</svg>";
+}
+
+// Throughput vs interactivity: stock and best per sweep point, joined by an arrow.
+std::string SweepPlot(const ReportInput& in) {
+  const auto& sweep = in.state->sweep;
+  const int w = 760, h = 320, ml = 60, mr = 20, mt = 20, mb = 44;
+  std::string svg = "<svg xmlns='http://www.w3.org/2000/svg' width='" + std::to_string(w) + "' height='" +
+                    std::to_string(h) + "' role='img' aria-label='throughput vs interactivity'>";
+  svg += "<rect width='100%' height='100%' fill='white'/>";
+  double xmax = 0, ymax = 0;
+  for (const auto& p : sweep) {
+    xmax = std::max({xmax, p.stock_intvty, p.best_intvty});
+    ymax = std::max({ymax, p.stock_tps, p.best_tps});
+  }
+  if (sweep.empty() || xmax <= 0 || ymax <= 0) return svg + "<text x='20' y='40'>no sweep points</text></svg>";
+  xmax *= 1.1;
+  ymax *= 1.1;
+  auto X = [&](double v) { return ml + (w - ml - mr) * v / xmax; };
+  auto Y = [&](double v) { return mt + (h - mt - mb) * (1 - v / ymax); };
+  svg += "<line x1='" + std::to_string(ml) + "' y1='" + std::to_string(h - mb) + "' x2='" + std::to_string(w - mr) +
+         "' y2='" + std::to_string(h - mb) + "' stroke='#444'/><line x1='" + std::to_string(ml) + "' y1='" +
+         std::to_string(mt) + "' x2='" + std::to_string(ml) + "' y2='" + std::to_string(h - mb) + "' stroke='#444'/>";
+  svg += "<text x='" + std::to_string((w + ml) / 2) + "' y='" + std::to_string(h - 10) +
+         "' font-size='12' text-anchor='middle'>interactivity p50 (tok/s/user)</text>";
+  svg += "<text x='14' y='" + std::to_string(h / 2) + "' font-size='12' transform='rotate(-90 14 " +
+         std::to_string(h / 2) + ")' text-anchor='middle'>total tok/s</text>";
+  for (int k = 0; k <= 4; ++k) {
+    svg += "<text x='" + std::to_string(ml - 6) + "' y='" + F("%.1f", Y(ymax * k / 4) + 4) +
+           "' font-size='11' text-anchor='end'>" + F("%.3g", ymax * k / 4) + "</text>";
+    svg += "<text x='" + F("%.1f", X(xmax * k / 4)) + "' y='" + std::to_string(h - mb + 14) +
+           "' font-size='11' text-anchor='middle'>" + F("%.3g", xmax * k / 4) + "</text>";
+  }
+  for (const auto& p : sweep) {
+    std::string label = "c" + std::to_string(p.concurrency) + " " + std::to_string(p.isl) + "/" + std::to_string(p.osl);
+    svg += "<line x1='" + F("%.1f", X(p.stock_intvty)) + "' y1='" + F("%.1f", Y(p.stock_tps)) + "' x2='" +
+           F("%.1f", X(p.best_intvty)) + "' y2='" + F("%.1f", Y(p.best_tps)) + "' stroke='#bbb'/>";
+    svg += "<circle cx='" + F("%.1f", X(p.stock_intvty)) + "' cy='" + F("%.1f", Y(p.stock_tps)) +
+           "' r='5' fill='#888'><title>stock " + label + "</title></circle>";
+    svg += "<circle cx='" + F("%.1f", X(p.best_intvty)) + "' cy='" + F("%.1f", Y(p.best_tps)) +
+           "' r='5' fill='#0a7'><title>best " + label + "</title></circle>";
+    svg += "<text x='" + F("%.1f", X(p.best_intvty) + 7) + "' y='" + F("%.1f", Y(p.best_tps) - 6) +
+           "' font-size='11'>" + label + "</text>";
+  }
+  return svg + "</svg>";
+}
+
+// Minimal Markdown-to-HTML for the report's own subset (headings, tables, code,
+// paragraphs, bullet lists, **bold**, `code`).
+std::string Inline(const std::string& text) {
+  std::string s = HtmlEscape(text);
+  std::string out;
+  bool bold = false, code = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s.compare(i, 2, "**") == 0 && !code) {
+      out += bold ? "</b>" : "<b>";
+      bold = !bold;
+      ++i;
+    } else if (s[i] == '`') {
+      out += code ? "</code>" : "<code>";
+      code = !code;
+    } else {
+      out += s[i];
+    }
+  }
+  if (bold) out += "</b>";
+  if (code) out += "</code>";
+  return out;
+}
+
+std::string MarkdownToHtml(const std::string& md) {
+  std::string out;
+  bool in_table = false, in_code = false, in_list = false;
+  for (const std::string& raw : Split(md, '\n')) {
+    std::string line = raw;
+    if (line.starts_with("```")) {
+      out += in_code ? "</pre>\n" : "<pre>";
+      in_code = !in_code;
+      continue;
+    }
+    if (in_code) {
+      out += HtmlEscape(line) + "\n";
+      continue;
+    }
+    bool table_row = line.starts_with("|");
+    if (in_table && !table_row) {
+      out += "</table>\n";
+      in_table = false;
+    }
+    bool list_item = line.starts_with("- ");
+    if (in_list && !list_item) {
+      out += "</ul>\n";
+      in_list = false;
+    }
+    if (table_row) {
+      if (line.find("|---") == 0) continue;
+      auto cells = Split(line.substr(1, line.size() - 2), '|');
+      std::string tag = in_table ? "td" : "th";
+      if (!in_table) {
+        out += "<table>\n";
+        in_table = true;
+      }
+      out += "<tr>";
+      for (const auto& c : cells) out += "<" + tag + ">" + Inline(std::string(Trim(c))) + "</" + tag + ">";
+      out += "</tr>\n";
+    } else if (line.starts_with("## ")) {
+      out += "<h2>" + Inline(line.substr(3)) + "</h2>\n";
+    } else if (line.starts_with("# ")) {
+      out += "<h1>" + Inline(line.substr(2)) + "</h1>\n";
+    } else if (list_item) {
+      if (!in_list) {
+        out += "<ul>\n";
+        in_list = true;
+      }
+      out += "<li>" + Inline(line.substr(2)) + "</li>\n";
+    } else if (!Trim(line).empty()) {
+      out += "<p>" + Inline(line) + "</p>\n";
+    }
+  }
+  if (in_table) out += "</table>\n";
+  if (in_list) out += "</ul>\n";
+  return out;
+}
+
+}  // namespace
+
+std::string RenderHtml(const ReportInput& in) {
+  std::string md = RenderMarkdown(in);
+  std::string body = MarkdownToHtml(md);
+  // The plots go right after the outcome section.
+  std::string plots = "<h2>Objective over the session</h2>\n" + ObjectivePlot(in) + "\n";
+  if (!in.state->sweep.empty()) plots += "<h2>Throughput vs interactivity (sweep)</h2>\n" + SweepPlot(in) + "\n";
+  size_t at = body.find("<h2>Stages</h2>");
+  if (at == std::string::npos) at = body.size();
+  body.insert(at, plots);
+  return "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'><title>hone report: " +
+         HtmlEscape(in.state->name) +
+         "</title>\n<style>body{font-family:system-ui,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;"
+         "color:#222}table{border-collapse:collapse;margin:8px 0;font-size:13px}td,th{border:1px solid #ccc;"
+         "padding:3px 6px;vertical-align:top}th{background:#f3f3f3}pre{background:#f6f6f6;padding:8px;overflow-x:auto}"
+         "code{background:#f3f3f3;padding:0 3px}h2{border-bottom:1px solid #ddd;margin-top:28px}</style>\n"
+         "</head><body>\n" +
+         body + "</body></html>\n";
+}
+
+std::string RenderSummaryJson(const ReportInput& in) {
+  using json = nlohmann::ordered_json;
+  const session::SessionState& s = *in.state;
+  auto cfg = [](const Config& c) {
+    json j = json::object();
+    for (const auto& [k, v] : c.values()) j[k] = v;
+    return j;
+  };
+  json stages = json::array();
+  for (const Stage& st : BuildStages(in)) {
+    stages.push_back({{"name", st.name}, {"gain_vs_baseline", st.gain_vs_baseline}, {"stage_gain", st.stage_gain},
+                      {"evidence", st.evidence}});
+  }
+  json cands = json::array();
+  for (const auto& c : s.candidates) {
+    cands.push_back({{"id", c.id}, {"phase", c.phase}, {"cycle", c.cycle}, {"delta", cfg(c.delta)},
+                     {"verdict", c.verdict}, {"gain", c.gain}, {"ci", {c.ci_lo, c.ci_hi}}, {"pairs", c.pairs},
+                     {"accuracy", c.accuracy}, {"flagged", Flagged(c)}, {"trials", c.candidate_trials},
+                     {"reason", c.reason}});
+  }
+  json j = {{"schema", "hone-summary/1"},
+            {"session_id", s.session_id},
+            {"name", s.name},
+            {"stop_reason", s.stop_reason},
+            {"objective", {{"metric", in.spec->objective.metric}, {"maximize", in.spec->objective.maximize}}},
+            {"baseline", {{"config", cfg(s.stock)}, {"value", s.baseline_objective}, {"trials", s.baseline_trials},
+                          {"noise_floor", s.noise_floor}}},
+            {"best", {{"config", cfg(s.best)}, {"launch_command", in.best_command}}},
+            {"validated", s.validated
+                              ? json{{"gain", s.validated_gain}, {"ci", {s.validated_lo, s.validated_hi}},
+                                     {"verdict", s.validation_verdict}, {"best_value", s.validated_best_objective},
+                                     {"stock_value", s.validated_stock_objective}, {"trials", s.validation_trials},
+                                     {"accuracy", s.close_accuracy}}
+                              : json(nullptr)},
+            {"stages", stages},
+            {"candidates", cands},
+            {"trials_run", s.trials_run},
+            {"hardware", in.hardware},
+            {"framework_version", in.framework_version},
+            {"model", in.model}};
+  return j.dump(2) + "\n";
+}
+
+Status WriteReports(const ReportInput& in, const std::string& run_dir) {
+  HONE_TRY(sys::WriteFileAtomic(fs::path(run_dir) / "report.md", RenderMarkdown(in)));
+  HONE_TRY(sys::WriteFileAtomic(fs::path(run_dir) / "report.html", RenderHtml(in)));
+  return sys::WriteFileAtomic(fs::path(run_dir) / "summary.json", RenderSummaryJson(in));
+}
+
+std::vector<measure::TrialOutcome> LoadTrials(const std::string& run_dir) {
+  std::vector<measure::TrialOutcome> out;
+  std::error_code ec;
+  std::vector<std::string> dirs;
+  for (const auto& e : fs::directory_iterator(fs::path(run_dir) / "trials", ec)) dirs.push_back(e.path().string());
+  std::sort(dirs.begin(), dirs.end());
+  for (const std::string& d : dirs) {
+    if (auto t = measure::ReadTrialOutcome(d)) out.push_back(std::move(*t));
+  }
+  return out;
+}
+
+}  // namespace hone::report

@@ -1,0 +1,59 @@
+// Proposer: where the session's next candidate configuration comes from.
+//
+// The coordinator asks Next() for a candidate (a Config delta on top of the current
+// best) and reports every verdict back through Observe(). A proposer never measures
+// and never decides: it only orders ideas. Its state (e.g. an idea tree) is saved in
+// the session state with Save() and restored on resume with Load(). Implementations:
+// the catalog proposer (one knob at a time, in catalog priority), and the planner
+// (idea tree + scoring, planner.h). Not thread-safe.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace hone::search {
+
+struct Candidate {
+  std::string idea;       // stable id ("weights=q8_0")
+  std::string title;      // human text ("quantize weights to Q8_0")
+  Config delta;
+  std::string rationale;
+  double expected_gain = 0;  // a prior, never a result
+};
+
+struct ProposalContext {
+  Config stock;
+  Config best;
+  std::set<std::string> tried;  // hashes of full configurations already measured
+  int cycle = 1;
+  double time_left_s = 0;
+  int concurrency = 1;
+  int cpus = 1;
+  bool gpu = false;
+};
+
+struct Observation {
+  Candidate candidate;
+  Config config;
+  std::string verdict;       // KEEP | REVERT | INCONCLUSIVE | SCREENED_OUT | LAUNCH_FAILED | ACCURACY_FAILED | INVALID
+  double gain = 0;
+  std::string failure_kind;
+};
+
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  virtual std::optional<Candidate> Next(const ProposalContext& ctx) = 0;
+  virtual void Observe(const Observation& obs) = 0;
+  virtual std::string Save() const = 0;
+  virtual Status Load(const std::string& saved) = 0;
+  // A readable summary of what was tried and what remains (for the report).
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace hone::search

@@ -1,0 +1,800 @@
+#include "session/coordinator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <numeric>
+
+#include "core/rng.h"
+#include "core/stats.h"
+#include "core/strings.h"
+#include "sys/files.h"
+#include "sys/signals.h"
+
+namespace hone::session {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, v);
+  return buf;
+}
+
+// Direction-adjusted "candidate is better by" for a screening comparison.
+double Better(double candidate, double reference, bool maximize) {
+  if (reference <= 0 || candidate <= 0) return maximize ? (candidate - reference) : (reference - candidate);
+  return maximize ? candidate / reference - 1.0 : reference / candidate - 1.0;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(spec::SessionSpec spec, SessionServices services, SessionState state)
+    : spec_(std::move(spec)),
+      services_(std::move(services)),
+      state_(std::move(state)),
+      events_((fs::path(state_.run_dir) / "events.jsonl").string()) {}
+
+SessionState Coordinator::NewState(const spec::SessionSpec& spec, const std::string& run_dir, sys::Clock& clock) {
+  SessionState s;
+  s.name = spec.name;
+  s.spec_path = spec.source;
+  s.run_dir = run_dir;
+  s.started_unix_us = clock.WallMicros();
+  s.session_id = spec.name + "-" + std::to_string(s.started_unix_us / 1000000);
+  s.deadline_unix_s = static_cast<double>(s.started_unix_us) * 1e-6 + spec.budget.wall_s;
+  s.stock = spec.target.base_config;
+  s.best = s.stock;
+  return s;
+}
+
+double Coordinator::Now() const {
+  return static_cast<double>(services_.clock->WallMicros() - state_.started_unix_us) * 1e-6;
+}
+
+double Coordinator::Left() const {
+  return state_.deadline_unix_s - static_cast<double>(services_.clock->WallMicros()) * 1e-6;
+}
+
+double Coordinator::EstTrial() const {
+  if (state_.trials_run == 0) return 20.0;  // before the first measurement: a guess for CPU targets
+  return state_.trial_seconds_total / state_.trials_run;
+}
+
+double Coordinator::CloseReserve() const {
+  // Final re-validation (min_pairs pairs), the report, and a 2% margin.
+  int pairs = state_.best == state_.stock ? 0 : spec_.measurement.min_pairs;
+  return EstTrial() * 2 * pairs * 1.15 + 5.0 + 0.02 * spec_.budget.wall_s;
+}
+
+bool Coordinator::CanAfford(int trials) const {
+  if (spec_.budget.max_trials > 0 && state_.trials_run + trials > spec_.budget.max_trials) return false;
+  return Left() - CloseReserve() >= trials * EstTrial() * 1.15;
+}
+
+bool Coordinator::Stopping() const {
+  return sys::InterruptRequested() || (spec_.budget.max_trials > 0 && state_.trials_run >= spec_.budget.max_trials);
+}
+
+measure::OperatingPoint Coordinator::Primary() const {
+  return {spec_.workload.concurrency, spec_.workload.isl, spec_.workload.osl};
+}
+
+std::string Coordinator::NextTrialId() {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "t%04d", state_.next_trial++);
+  return buf;
+}
+
+Status Coordinator::Save() {
+  if (services_.proposer) state_.search_state = services_.proposer->Save();
+  return SaveState(state_.run_dir, state_);
+}
+
+void Coordinator::Event(const std::string& type, std::vector<std::pair<std::string, std::string>> fields) {
+  fields.insert(fields.begin(), {"phase", state_.phase});
+  (void)events_.Append(type, Now(), fields);
+}
+
+void Coordinator::Progress(const std::string& line) {
+  if (services_.progress) services_.progress(line);
+}
+
+void Coordinator::StartPhase(const std::string& phase) {
+  state_.phase = phase;
+  // A resumed phase continues its open record.
+  if (!state_.phases.empty() && state_.phases.back().phase == phase && state_.phases.back().cycle == state_.cycle &&
+      state_.phases.back().status == "running") {
+    return;
+  }
+  state_.phases.push_back({phase, state_.cycle, Now(), -1, "running", ""});
+  Event("phase_started", {{"cycle", std::to_string(state_.cycle)}});
+  Progress("phase " + phase + " (cycle " + std::to_string(state_.cycle) + ")");
+}
+
+void Coordinator::EndPhase(const std::string& status, const std::string& note) {
+  if (!state_.phases.empty() && state_.phases.back().status == "running") {
+    state_.phases.back().finished_s = Now();
+    state_.phases.back().status = status;
+    state_.phases.back().note = note;
+  }
+  Event("phase_finished", {{"status", status}, {"note", note}});
+  if (!note.empty()) Progress(state_.phase + ": " + status + " (" + note + ")");
+}
+
+Result<measure::TrialOutcome> Coordinator::RunTrial(const std::string& role, const Config& config,
+                                                    const measure::OperatingPoint& p) {
+  if (sys::InterruptRequested()) return Cancelled("interrupted");
+  measure::TrialRequest req{NextTrialId(), role, config, p};
+  // Persist the id before the trial: a crash mid-trial never reuses it.
+  HONE_TRY(Save());
+  Event("trial_started", {{"trial", req.id}, {"role", role}, {"config", config.ToString()}, {"point", p.Label()}});
+  Progress("trial " + req.id + " " + role + " " + config.ToString());
+  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, services_.executor->Run(req));
+  ++state_.trials_run;
+  state_.trial_seconds_total += o.wall_s;
+  std::string status = !o.launched ? "launch_failed:" + o.failure_kind : !o.valid ? "invalid" : "ok";
+  Event("trial_finished", {{"trial", o.id}, {"status", status}, {"objective", Fmt("%.6g", o.objective)},
+                           {"wall_s", Fmt("%.2f", o.wall_s)}});
+  if (o.launched && o.valid) {
+    Progress("  " + o.id + " " + spec_.objective.metric + " = " + Fmt("%.4g", o.objective));
+  } else {
+    Progress("  " + o.id + " " + status + (o.failure_detail.empty() ? "" : ": " + o.failure_detail.substr(0, 160)));
+  }
+  return o;
+}
+
+CandidateRecord& Coordinator::NewCandidate(const std::string& phase, const search::Candidate& idea,
+                                           const Config& incumbent) {
+  CandidateRecord c;
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "c%03d", state_.next_candidate++);
+  c.id = buf;
+  c.phase = phase;
+  c.cycle = state_.cycle;
+  c.idea = idea.idea;
+  c.rationale = idea.rationale;
+  c.delta = idea.delta;
+  c.incumbent = incumbent;
+  c.config = incumbent.Merged(idea.delta);
+  c.predicted_gain = idea.expected_gain;
+  c.started_s = Now();
+  state_.candidates.push_back(std::move(c));
+  Event("candidate_started", {{"candidate", state_.candidates.back().id}, {"idea", idea.idea},
+                              {"config", state_.candidates.back().config.ToString()}});
+  Progress("candidate " + state_.candidates.back().id + ": " + idea.idea);
+  return state_.candidates.back();
+}
+
+void Coordinator::Observe(const CandidateRecord& c) {
+  if (!services_.proposer) return;
+  search::Observation obs;
+  obs.candidate.idea = c.idea;
+  obs.candidate.delta = c.delta;
+  obs.config = c.config;
+  obs.verdict = c.verdict;
+  obs.gain = c.gain;
+  obs.failure_kind = c.failure_kind;
+  services_.proposer->Observe(obs);
+}
+
+Status Coordinator::Judge(CandidateRecord& c, bool final_look) {
+  measure::VerdictInput in;
+  // Whole pairs only: a resumed run may hold an incumbent trial whose twin never ran.
+  size_t n = std::min(c.incumbent_values.size(), c.candidate_values.size());
+  in.a.assign(c.incumbent_values.begin(), c.incumbent_values.begin() + static_cast<long>(n));
+  in.b.assign(c.candidate_values.begin(), c.candidate_values.begin() + static_cast<long>(n));
+  in.maximize = spec_.objective.maximize;
+  in.min_gain = spec_.measurement.min_gain;
+  in.noise_floor = state_.noise_floor;
+  in.confidence = spec_.measurement.confidence;
+  in.looks = (spec_.measurement.max_pairs - spec_.measurement.min_pairs) / spec_.measurement.pair_step + 1;
+  in.seed = static_cast<uint64_t>(state_.next_candidate);
+  measure::VerdictResult r = measure::Judge(in);
+  c.gain = r.gain;
+  c.ci_lo = r.ratio.lo;
+  c.ci_hi = r.ratio.hi;
+  c.threshold = r.threshold;
+  c.pairs = r.pairs;
+  c.reason = r.reason;
+  if (r.verdict == measure::Verdict::kInconclusive && !final_look) return Ok();  // more pairs
+  c.verdict = std::string(measure::VerdictName(r.verdict));
+  return Ok();
+}
+
+Status Coordinator::Evaluate(CandidateRecord& c) {
+  const measure::OperatingPoint point = Primary();
+  auto finish = [&](const std::string& verdict, const std::string& reason) -> Status {
+    c.verdict = verdict;
+    if (!reason.empty()) c.reason = reason;
+    c.finished_s = Now();
+    Event("verdict", {{"candidate", c.id}, {"verdict", c.verdict}, {"gain", Fmt("%.5f", c.gain)},
+                      {"ci_lo", Fmt("%.5f", c.ci_lo)}, {"ci_hi", Fmt("%.5f", c.ci_hi)}, {"reason", c.reason}});
+    Progress("  " + c.id + " " + c.verdict + ": " + c.reason);
+    if (c.verdict == "KEEP") {
+      state_.best = c.config;
+      state_.best_trials = c.candidate_trials;
+      state_.best_values = c.candidate_values;
+      ++keeps_this_cycle_;
+    }
+    Observe(c);
+    return Save();
+  };
+  // Screening: one unpaired trial drops clear losers and launch failures cheaply.
+  if (spec_.measurement.screen && c.screen_trial.empty() && c.candidate_values.empty()) {
+    if (!CanAfford(1)) return finish("SKIPPED_BUDGET", "not enough budget left to measure it");
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial("screen", c.config, point));
+    c.screen_trial = o.id;
+    if (!o.launched) {
+      c.failure_kind = o.failure_kind;
+      return finish("LAUNCH_FAILED", o.failure_kind + ": " + o.failure_detail.substr(0, 200));
+    }
+    if (!o.valid) {
+      return finish("INVALID", o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
+    }
+    if (!state_.best_values.empty()) {
+      double ref = Mean(state_.best_values);
+      double better = Better(o.objective, ref, spec_.objective.maximize);
+      if (better < -spec_.measurement.screen_drop) {
+        c.gain = better;
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "screening trial %.1f%% worse than the incumbent's mean (drop at %.0f%%)",
+                      -better * 100, spec_.measurement.screen_drop * 100);
+        return finish("SCREENED_OUT", buf);
+      }
+    }
+    HONE_TRY(Save());
+  }
+  // Accuracy first for changes that can alter outputs: a failure costs no pairs.
+  const bool risky = services_.risky && services_.risky(c.delta);
+  if (risky && c.accuracy.empty() && spec_.accuracy.enabled) {
+    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id));
+    c.accuracy = a.detail;
+    c.accuracy_passed = a.passed;
+    Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
+    Progress("  accuracy " + std::string(a.passed ? "pass" : "FAIL") + ": " + a.detail);
+    if (!a.passed) return finish("ACCURACY_FAILED", "accuracy gate: " + a.detail);
+    HONE_TRY(Save());
+  }
+  // Paired, interleaved trials: incumbent (A) then candidate (B).
+  const auto& m = spec_.measurement;
+  int target = std::max(m.min_pairs, static_cast<int>(c.candidate_values.size()));
+  if (target > m.min_pairs) target = m.min_pairs + ((target - m.min_pairs + m.pair_step - 1) / m.pair_step) * m.pair_step;
+  while (true) {
+    while (static_cast<int>(c.candidate_values.size()) < target) {
+      if (!CanAfford(2)) {
+        if (static_cast<int>(c.candidate_values.size()) >= m.min_pairs) {
+          HONE_TRY(Judge(c, true));
+          if (c.verdict == "PENDING") c.verdict = "INCONCLUSIVE";
+          return finish(c.verdict, c.reason + " (budget: no more pairs)");
+        }
+        return finish("SKIPPED_BUDGET", "not enough budget left for paired trials");
+      }
+      // An A whose B is missing (resumed after a crash) is reused.
+      if (c.incumbent_values.size() == c.candidate_values.size()) {
+        HONE_ASSIGN_OR_RETURN(measure::TrialOutcome a, RunTrial("incumbent", c.incumbent, point));
+        if (!a.launched || !a.valid) {
+          return finish("INVALID", "the incumbent's trial " + a.id + " failed (" +
+                                       (a.launched ? std::string("invalid run") : a.failure_kind) + ")");
+        }
+        c.incumbent_trials.push_back(a.id);
+        c.incumbent_values.push_back(a.objective);
+        HONE_TRY(Save());
+      }
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("candidate", c.config, point));
+      if (!b.launched) {
+        c.failure_kind = b.failure_kind;
+        return finish("LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
+      }
+      if (!b.valid) return finish("INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
+      if (!b.slo_ok) {
+        c.candidate_trials.push_back(b.id);
+        c.candidate_values.push_back(b.objective);
+        return finish("REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
+      }
+      c.candidate_trials.push_back(b.id);
+      c.candidate_values.push_back(b.objective);
+      HONE_TRY(Save());
+    }
+    bool final_look = target >= m.max_pairs;
+    HONE_TRY(Judge(c, final_look));
+    if (c.verdict == "PENDING") {
+      target = std::min(m.max_pairs, target + m.pair_step);
+      HONE_TRY(Save());
+      continue;
+    }
+    break;
+  }
+  if (c.verdict == "KEEP" && spec_.accuracy.enabled && c.accuracy.empty()) {
+    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id));
+    c.accuracy = a.detail;
+    c.accuracy_passed = a.passed;
+    Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
+    if (!a.passed) return finish("ACCURACY_FAILED", "faster but the accuracy gate failed: " + a.detail);
+  }
+  return finish(c.verdict, "");
+}
+
+Status Coordinator::Enable(const measure::TrialOutcome& failed) {
+  // Enablement ladder: from least to most invasive, as data (data/enablement.yaml).
+  std::vector<Config> rungs = services_.enablement ? services_.enablement(failed.failure_kind) : std::vector<Config>{};
+  Event("enablement", {{"failure_kind", failed.failure_kind}, {"rungs", std::to_string(rungs.size())}});
+  Progress("stock configuration failed (" + failed.failure_kind + "): trying " + std::to_string(rungs.size()) +
+           " enablement rungs");
+  for (const Config& rung : rungs) {
+    if (!CanAfford(1) || Stopping()) break;
+    Config attempt = state_.stock.Merged(rung);
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial("enablement", attempt, Primary()));
+    search::Candidate idea{"enable:" + rung.ToString(), "enablement", rung, "make the stock configuration launch", 0};
+    CandidateRecord& c = NewCandidate("enablement", idea, state_.stock);
+    c.candidate_trials.push_back(o.id);
+    c.finished_s = Now();
+    if (o.launched && o.valid) {
+      c.verdict = "KEEP";
+      c.reason = "launches (" + failed.failure_kind + " fixed by " + rung.ToString() + ")";
+      state_.stock = attempt;
+      state_.best = attempt;
+      state_.stock_note = "enabled with " + rung.ToString() + " after " + failed.failure_kind;
+      Event("verdict", {{"candidate", c.id}, {"verdict", "KEEP"}, {"reason", c.reason}});
+      return Save();
+    }
+    c.verdict = "LAUNCH_FAILED";
+    c.failure_kind = o.failure_kind;
+    c.reason = o.failure_kind + ": " + o.failure_detail.substr(0, 200);
+    HONE_TRY(Save());
+  }
+  return Fail(Error{ErrorCode::kFailedPrecondition,
+                    "the stock configuration does not launch (" + failed.failure_kind + ") and no enablement rung fixed it",
+                    {{"detail", failed.failure_detail}}});
+}
+
+Status Coordinator::Prelude() {
+  StartPhase("prelude");
+  // One discarded launch first: the model file enters the page cache and lazy
+  // initialisation happens outside the measurements (and a stock config that does not
+  // launch is found before anything else).
+  if (state_.warmup_trial.empty() && state_.baseline_values.empty()) {
+    if (!CanAfford(1)) {
+      state_.stop_reason = "budget too small to measure the stock baseline";
+      EndPhase("failed", state_.stop_reason);
+      return Ok();
+    }
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome w, RunTrial("warmup", state_.stock, Primary()));
+    if (!w.launched) {
+      auto enabled = Enable(w);
+      if (!enabled) {
+        state_.stop_reason = enabled.error().message;
+        EndPhase("failed", state_.stop_reason);
+        return Ok();
+      }
+    }
+    state_.warmup_trial = w.id;
+    HONE_TRY(Save());
+  }
+  int aa = spec_.measurement.aa_pairs;
+  // Stock baseline, interleaved with its A/A twin: A1 A2 A1 A2 ...
+  while (static_cast<int>(state_.aa_trials.size()) < aa) {
+    if (!CanAfford(2)) {
+      if (state_.baseline_values.empty()) {
+        state_.stop_reason = "budget too small to measure the stock baseline";
+        EndPhase("failed", state_.stop_reason);
+        return Ok();
+      }
+      break;
+    }
+    bool first = state_.baseline_trials.size() == state_.aa_trials.size();
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? "baseline" : "aa", state_.stock, Primary()));
+    if (!o.launched || !o.valid) {
+      if (!o.launched && state_.baseline_values.empty()) {
+        auto enabled = Enable(o);
+        if (!enabled) {
+          state_.stop_reason = enabled.error().message;
+          EndPhase("failed", state_.stop_reason);
+          return Ok();
+        }
+        continue;  // measure the enabled stock configuration
+      }
+      state_.stop_reason = "the stock configuration's trial " + o.id + " failed: " +
+                           (o.launched ? (o.invalid_reasons.empty() ? "invalid" : o.invalid_reasons[0]) : o.failure_kind);
+      EndPhase("failed", state_.stop_reason);
+      return Ok();
+    }
+    if (first) {
+      state_.baseline_trials.push_back(o.id);
+      state_.baseline_values.push_back(o.objective);
+    } else {
+      state_.aa_trials.push_back(o.id);
+      state_.aa_values.push_back(o.objective);
+    }
+    HONE_TRY(Save());
+  }
+  // A noisy machine gets up to two more A/A pairs before the floor is fixed.
+  while (!state_.baseline_values.empty() && state_.best_trials.empty() &&
+         static_cast<int>(state_.aa_trials.size()) < aa + 2 &&
+         state_.aa_values.size() == state_.baseline_values.size() &&
+         measure::NoiseFloor(state_.baseline_values, state_.aa_values) > 0.10 && CanAfford(2 + 2 * spec_.measurement.min_pairs)) {
+    Progress("A/A pairs differ by " + Fmt("%.1f%%", measure::NoiseFloor(state_.baseline_values, state_.aa_values) * 100) +
+             ": measuring another A/A pair");
+    aa = static_cast<int>(state_.aa_trials.size()) + 1;
+    while (static_cast<int>(state_.aa_trials.size()) < aa) {
+      bool first = state_.baseline_trials.size() == state_.aa_trials.size();
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? "baseline" : "aa", state_.stock, Primary()));
+      if (!o.launched || !o.valid) break;
+      if (first) {
+        state_.baseline_trials.push_back(o.id);
+        state_.baseline_values.push_back(o.objective);
+      } else {
+        state_.aa_trials.push_back(o.id);
+        state_.aa_values.push_back(o.objective);
+      }
+      HONE_TRY(Save());
+    }
+    if (state_.aa_values.size() != state_.baseline_values.size()) break;
+  }
+  if (!state_.baseline_values.empty() && state_.best_trials.empty()) {
+    const std::vector<double>& aa_values = state_.aa_values;
+    size_t n = std::min(aa_values.size(), state_.baseline_values.size());
+    state_.noise_floor = measure::NoiseFloor(std::vector<double>(state_.baseline_values.begin(), state_.baseline_values.begin() + static_cast<long>(n)),
+                                             std::vector<double>(aa_values.begin(), aa_values.begin() + static_cast<long>(n)));
+    std::vector<double> all = state_.baseline_values;
+    all.insert(all.end(), aa_values.begin(), aa_values.end());
+    state_.baseline_objective = Mean(all);
+    state_.best = state_.stock;
+    state_.best_values = all;
+    state_.best_trials = state_.baseline_trials;
+    state_.best_trials.insert(state_.best_trials.end(), state_.aa_trials.begin(), state_.aa_trials.end());
+    Event("baseline", {{"objective", Fmt("%.6g", state_.baseline_objective)},
+                       {"noise_floor", Fmt("%.5f", state_.noise_floor)}});
+    Progress("baseline " + spec_.objective.metric + " = " + Fmt("%.4g", state_.baseline_objective) +
+             ", A/A noise floor " + Fmt("%.2f%%", state_.noise_floor * 100));
+    HONE_TRY(Save());
+  }
+  if (state_.baseline_values.empty()) {
+    EndPhase("failed", "no baseline");
+    return Ok();
+  }
+  if (spec_.accuracy.enabled) {
+    auto acc = services_.executor->PrepareAccuracy(state_.stock);
+    if (!acc) {
+      if (acc.error().code == ErrorCode::kCancelled) return acc;
+      state_.close_accuracy = "accuracy reference unavailable: " + acc.error().message;
+      Progress(state_.close_accuracy);
+    }
+  }
+  // Warm replay of the closest knowledge-base recipe, measured against our own stock.
+  if (services_.warm_start && state_.warm_replay.empty()) {
+    std::string explanation;
+    auto warm = services_.warm_start->Match(&explanation);
+    if (!warm || warm->config == state_.stock) {
+      state_.warm_replay = "no recipe to replay" + (explanation.empty() ? "" : ": " + explanation);
+    } else {
+      search::Candidate idea{"warm-replay:recipe-" + std::to_string(warm->recipe_id), "warm replay",
+                             warm->config.DeltaFrom(state_.stock), explanation, warm->recorded_gain};
+      CandidateRecord& c = NewCandidate("prelude", idea, state_.stock);
+      HONE_TRY(Evaluate(c));
+      bool reproduced = c.verdict == "KEEP" && c.gain >= spec_.kb.reproduce_fraction * warm->recorded_gain;
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%% (%s)",
+                    static_cast<long long>(warm->recipe_id), c.verdict.c_str(), c.gain * 100,
+                    warm->recorded_gain * 100, reproduced ? "reproduced" : "did not reproduce");
+      state_.warm_replay = buf;
+      services_.warm_start->RecordReplay(*warm, reproduced, c.gain, c.reason);
+    }
+    Event("warm_replay", {{"result", state_.warm_replay}});
+    HONE_TRY(Save());
+  }
+  EndPhase("done", "");
+  return Ok();
+}
+
+Status Coordinator::Framework() {
+  StartPhase("framework");
+  keeps_this_cycle_ = 0;
+  if (CandidateRecord* pending = state_.Pending()) HONE_TRY(Evaluate(*pending));
+  int misses = 0;
+  const int plateau = 8;
+  std::string note;
+  while (true) {
+    if (Stopping()) {
+      note = sys::InterruptRequested() ? "interrupted" : "trial limit reached";
+      break;
+    }
+    // A candidate needs a screen, min_pairs pairs and maybe more: do not start one
+    // that cannot finish its first look.
+    int needed = 1 + 2 * spec_.measurement.min_pairs;
+    int sweep_points = std::max<int>(1, static_cast<int>(spec_.workload.sweep_concurrency.size())) *
+                       std::max<int>(1, static_cast<int>(spec_.workload.sweep_isl_osl.size()));
+    bool has_sweep = !spec_.workload.sweep_concurrency.empty() || !spec_.workload.sweep_isl_osl.empty();
+    int sweep_reserve = has_sweep ? sweep_points * 2 * spec_.measurement.min_pairs : 0;
+    if (!CanAfford(needed + sweep_reserve)) {
+      note = "budget";
+      break;
+    }
+    if (misses >= plateau) {
+      note = "plateau: " + std::to_string(plateau) + " candidates without a KEEP";
+      break;
+    }
+    search::ProposalContext ctx;
+    ctx.stock = state_.stock;
+    ctx.best = state_.best;
+    for (const auto& c : state_.candidates) ctx.tried.insert(c.config.Hash());
+    ctx.tried.insert(state_.stock.Hash());
+    ctx.cycle = state_.cycle;
+    ctx.time_left_s = Left();
+    ctx.concurrency = spec_.workload.concurrency;
+    ctx.cpus = services_.cpus;
+    ctx.gpu = services_.gpu;
+    auto idea = services_.proposer ? services_.proposer->Next(ctx) : std::nullopt;
+    if (!idea) {
+      note = "no more ideas";
+      break;
+    }
+    CandidateRecord& c = NewCandidate("framework", *idea, state_.best);
+    HONE_TRY(Save());
+    HONE_TRY(Evaluate(c));
+    misses = c.verdict == "KEEP" ? 0 : misses + 1;
+  }
+  EndPhase("done", note);
+  return Ok();
+}
+
+Status Coordinator::Kernel() {
+  StartPhase("kernel");
+  if (!services_.kernel) {
+    EndPhase("skipped", "no kernel backend configured (kernel.backend in the spec)");
+    return Ok();
+  }
+  HONE_ASSIGN_OR_RETURN(auto ideas, services_.kernel->Propose(state_));
+  if (ideas.empty()) {
+    EndPhase("done", "the kernel backend returned no verified kernel");
+    return Ok();
+  }
+  for (const search::Candidate& idea : ideas) {
+    if (Stopping() || !CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
+    CandidateRecord& c = NewCandidate("kernel", idea, state_.best);
+    HONE_TRY(Evaluate(c));
+  }
+  EndPhase("done", "");
+  return Ok();
+}
+
+Status Coordinator::Sweep() {
+  StartPhase("sweep");
+  std::vector<measure::OperatingPoint> points;
+  std::vector<int> concs = spec_.workload.sweep_concurrency;
+  if (concs.empty()) concs.push_back(spec_.workload.concurrency);
+  auto lens = spec_.workload.sweep_isl_osl;
+  if (lens.empty()) lens.emplace_back(spec_.workload.isl, spec_.workload.osl);
+  if (spec_.workload.sweep_concurrency.empty() && spec_.workload.sweep_isl_osl.empty()) {
+    EndPhase("skipped", "no sweep grid in the spec (workload.sweep)");
+    return Ok();
+  }
+  if (state_.best == state_.stock) {
+    EndPhase("skipped", "best is the stock configuration: nothing to sweep");
+    return Ok();
+  }
+  if (state_.last_sweep_config == state_.best.Hash()) {
+    EndPhase("skipped", "nothing changed since the previous sweep");
+    return Ok();
+  }
+  for (int c : concs) {
+    for (auto [isl, osl] : lens) points.push_back({c, isl, osl});
+  }
+  state_.sweep.clear();
+  for (const auto& p : points) {
+    if (Stopping() || !CanAfford(2 * spec_.measurement.min_pairs)) break;
+    SweepPointRecord rec;
+    rec.concurrency = p.concurrency;
+    rec.isl = p.isl;
+    rec.osl = p.osl;
+    std::vector<double> a, b;
+    std::vector<const measure::TrialOutcome*> dummy;
+    double a_intvty = 0, b_intvty = 0, a_tps = 0, b_tps = 0;
+    bool failed = false;
+    for (int i = 0; i < spec_.measurement.min_pairs; ++i) {
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome ta, RunTrial("sweep", state_.stock, p));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome tb, RunTrial("sweep", state_.best, p));
+      if (!ta.valid || !tb.valid) {
+        failed = true;
+        rec.verdict = "INVALID";
+        break;
+      }
+      rec.stock_trials.push_back(ta.id);
+      rec.best_trials.push_back(tb.id);
+      a.push_back(ta.objective);
+      b.push_back(tb.objective);
+      a_tps += ta.result.total_tps;
+      b_tps += tb.result.total_tps;
+      a_intvty += ta.result.intvty.count("p50") ? ta.result.intvty.at("p50") : 0;
+      b_intvty += tb.result.intvty.count("p50") ? tb.result.intvty.at("p50") : 0;
+    }
+    if (!failed && !a.empty()) {
+      double n = static_cast<double>(a.size());
+      rec.stock_objective = Mean(a);
+      rec.best_objective = Mean(b);
+      rec.stock_tps = a_tps / n;
+      rec.best_tps = b_tps / n;
+      rec.stock_intvty = a_intvty / n;
+      rec.best_intvty = b_intvty / n;
+      measure::VerdictInput in{a, b, spec_.objective.maximize, spec_.measurement.min_gain, state_.noise_floor,
+                               spec_.measurement.confidence};
+      measure::VerdictResult r = measure::Judge(in);
+      rec.verdict = std::string(measure::VerdictName(r.verdict));
+      rec.best_config = r.verdict == measure::Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
+    }
+    state_.sweep.push_back(rec);
+    Event("sweep_point", {{"point", p.Label()}, {"verdict", rec.verdict}, {"stock", Fmt("%.5g", rec.stock_objective)},
+                          {"best", Fmt("%.5g", rec.best_objective)}});
+    HONE_TRY(Save());
+  }
+  state_.last_sweep_config = state_.best.Hash();
+  EndPhase("done", std::to_string(state_.sweep.size()) + " operating points");
+  return Ok();
+}
+
+Status Coordinator::CloseSession() {
+  StartPhase("close");
+  if (state_.stop_reason.empty()) state_.stop_reason = sys::InterruptRequested() ? "interrupted" : "completed";
+  if (sys::InterruptRequested()) state_.interrupted = true;
+  // Final end-to-end re-validation of the best configuration against the stock one.
+  if (!(state_.best == state_.stock) && !state_.validated && !state_.interrupted && !state_.baseline_values.empty()) {
+    std::vector<double> a, b;
+    std::vector<std::string> trials;
+    bool ok = true;
+    for (int i = 0; i < spec_.measurement.min_pairs; ++i) {
+      if (Left() < 2 * EstTrial() + 5.0 || sys::InterruptRequested()) {
+        ok = false;
+        break;
+      }
+      auto ta = RunTrial("validate", state_.stock, Primary());
+      if (!ta) {
+        ok = false;
+        break;
+      }
+      auto tb = RunTrial("validate", state_.best, Primary());
+      if (!tb) {
+        ok = false;
+        break;
+      }
+      if (!ta->valid || !tb->valid) {
+        ok = false;
+        break;
+      }
+      a.push_back(ta->objective);
+      b.push_back(tb->objective);
+      trials.push_back(ta->id);
+      trials.push_back(tb->id);
+    }
+    state_.validation_trials = trials;
+    if (ok && static_cast<int>(a.size()) == spec_.measurement.min_pairs) {
+      measure::VerdictInput in{a, b, spec_.objective.maximize, spec_.measurement.min_gain, state_.noise_floor,
+                               spec_.measurement.confidence};
+      measure::VerdictResult r = measure::Judge(in);
+      state_.validated = true;
+      state_.validated_gain = r.gain;
+      state_.validated_lo = r.ratio.lo;
+      state_.validated_hi = r.ratio.hi;
+      state_.validated_stock_objective = Mean(a);
+      state_.validated_best_objective = Mean(b);
+      state_.validation_verdict = std::string(measure::VerdictName(r.verdict));
+      Progress("validated end to end: " + Fmt("%+.1f%%", r.gain * 100) + " [" + Fmt("%.3f", r.ratio.lo) + ", " +
+               Fmt("%.3f", r.ratio.hi) + "] " + state_.validation_verdict);
+      if (spec_.accuracy.enabled && state_.close_accuracy.empty()) {
+        auto acc = services_.executor->CheckAccuracy(state_.best, "close");
+        if (acc) state_.close_accuracy = (acc->passed ? "pass: " : "FAIL: ") + acc->detail;
+      }
+    } else {
+      state_.validation_verdict = "NOT_VALIDATED";
+      Progress("the best configuration could not be re-validated at close (budget or interrupt)");
+    }
+    HONE_TRY(Save());
+  }
+  Event("stop", {{"reason", state_.stop_reason}});
+  if (services_.closer) {
+    auto closed = services_.closer->Close(state_);
+    if (!closed) Event("close_error", {{"error", closed.error().message}});
+  }
+  EndPhase("done", state_.stop_reason);
+  state_.phase = "done";
+  return Save();
+}
+
+Result<SessionState> Coordinator::Run() {
+  HONE_TRY(sys::EnsureDir(state_.run_dir));
+  if (services_.proposer && !state_.search_state.empty()) HONE_TRY(services_.proposer->Load(state_.search_state));
+  if (state_.trials_run == 0 && state_.phases.empty()) {
+    Event("session_started", {{"session", state_.session_id}, {"budget_s", Fmt("%.0f", spec_.budget.wall_s)},
+                              {"objective", spec_.objective.metric}});
+  } else {
+    Event("resumed", {{"trials_run", std::to_string(state_.trials_run)}});
+    Progress("resuming " + state_.session_id + " in phase " + state_.phase + " after " +
+             std::to_string(state_.trials_run) + " trials");
+  }
+  HONE_TRY(Save());
+  // One wrapper per phase: a failed phase is recorded and the session moves on.
+  auto guarded = [&](Status (Coordinator::*phase)()) -> bool {
+    Status s = (this->*phase)();
+    if (s) return true;
+    if (s.error().code == ErrorCode::kCancelled || sys::InterruptRequested()) {
+      state_.interrupted = true;
+      state_.stop_reason = "interrupted";
+      EndPhase("interrupted", "");
+      return false;
+    }
+    EndPhase("failed", s.error().message);
+    Event("phase_error", {{"error", s.error().ToString()}});
+    return true;
+  };
+  while (state_.phase != "close" && state_.phase != "done") {
+    if (!state_.stop_reason.empty() || sys::InterruptRequested()) break;
+    if (state_.phase == "prelude") {
+      if (!guarded(&Coordinator::Prelude)) break;
+      if (!state_.stop_reason.empty()) break;
+      state_.phase = "framework";
+    } else if (state_.phase == "framework") {
+      if (!guarded(&Coordinator::Framework)) break;
+      state_.phase = "kernel";
+    } else if (state_.phase == "kernel") {
+      if (!guarded(&Coordinator::Kernel)) break;
+      state_.phase = "sweep";
+    } else if (state_.phase == "sweep") {
+      if (!guarded(&Coordinator::Sweep)) break;
+      // Cycle or close: only while budget, gains and cycles remain.
+      bool gained = keeps_this_cycle_ > 0;
+      bool budget = CanAfford(1 + 2 * spec_.measurement.min_pairs);
+      if (state_.cycle < spec_.budget.max_cycles && gained && budget && !Stopping()) {
+        ++state_.cycle;
+        state_.phase = "framework";
+        Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
+      } else {
+        state_.stop_reason = Stopping()                              ? (sys::InterruptRequested() ? "interrupted" : "trial limit")
+                             : !budget                               ? "budget"
+                             : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
+                                                                      : "converged: the last cycle found no gain";
+        state_.phase = "close";
+      }
+    } else {
+      break;
+    }
+    HONE_TRY(Save());
+  }
+  if (state_.phase != "done") HONE_TRY(CloseSession());
+  return state_;
+}
+
+std::string StatusText(const SessionState& s, const std::vector<Event>& events, double now_unix_s) {
+  char buf[512];
+  double started = static_cast<double>(s.started_unix_us) * 1e-6;
+  std::string out;
+  std::snprintf(buf, sizeof buf, "session %s: phase %s (cycle %d), %d trials, %.0fs elapsed, %.0fs of budget left\n",
+                s.session_id.c_str(), s.phase.c_str(), s.cycle, s.trials_run, now_unix_s - started,
+                std::max(0.0, s.deadline_unix_s - now_unix_s));
+  out += buf;
+  if (!s.baseline_values.empty()) {
+    std::snprintf(buf, sizeof buf, "baseline %.4g (trials %s), noise floor %.2f%%\n", s.baseline_objective,
+                  Join(s.baseline_trials, ",").c_str(), s.noise_floor * 100);
+    out += buf;
+  }
+  int keeps = 0;
+  for (const auto& c : s.candidates) keeps += c.verdict == "KEEP";
+  std::snprintf(buf, sizeof buf, "best %s (%d kept of %zu candidates)\n", s.best.ToString().c_str(), keeps,
+                s.candidates.size());
+  out += buf;
+  if (s.validated) {
+    std::snprintf(buf, sizeof buf, "validated gain %+.1f%% [%.3f, %.3f] (%s)\n", s.validated_gain * 100,
+                  s.validated_lo, s.validated_hi, s.validation_verdict.c_str());
+    out += buf;
+  }
+  if (!s.stop_reason.empty()) out += "stop reason: " + s.stop_reason + "\n";
+  if (!events.empty()) {
+    const Event& e = events.back();
+    std::snprintf(buf, sizeof buf, "last event: %s at %.0fs\n", e.type.c_str(), e.t);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace hone::session

@@ -1,0 +1,138 @@
+// Coordinator: the closed loop of one session.
+//
+//   Prelude   stock baseline + A/A noise floor, accuracy reference, warm replay of
+//             the closest knowledge-base recipe, roofline
+//   Framework enablement (if the stock configuration does not launch) then speed:
+//             candidates from the proposer, each screened, accuracy-gated and judged
+//             from paired interleaved trials (measure/verdict.h)
+//   Kernel    hands the best config to a kernel backend (skipped without one)
+//   Sweep     re-measures best vs stock over the operating-point grid
+//   Cycle     back to Framework while budget, ideas and gains remain (hard ceiling)
+//   Close     always: final paired re-validation of best vs stock, stop reason,
+//             report, summary, knowledge-base write
+//
+// Every decision is made from measured trials only (the executor's outcomes); the
+// state is saved atomically after every trial and every event is appended to
+// events.jsonl, so a killed session resumes (Coordinator over a loaded state) without
+// losing anything validated. The wall-clock budget is hard: a trial is started only
+// when it and the close (re-validation + report) still fit. Only this class runs
+// benchmarks. Not thread-safe; one coordinator per run directory.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "measure/trial.h"
+#include "measure/verdict.h"
+#include "search/proposer.h"
+#include "session/state.h"
+#include "spec/session_spec.h"
+#include "sys/clock.h"
+
+namespace hone::session {
+
+struct WarmCandidate {
+  Config config;
+  double recorded_gain = 0;
+  std::string explanation;
+  int64_t recipe_id = 0;
+};
+
+// The knowledge base as the coordinator sees it.
+class WarmStart {
+ public:
+  virtual ~WarmStart() = default;
+  virtual std::optional<WarmCandidate> Match(std::string* explanation) = 0;
+  virtual void RecordReplay(const WarmCandidate& c, bool reproduced, double gain, const std::string& detail) = 0;
+};
+
+// A kernel backend as the coordinator sees it: given the best config, returns
+// candidate configurations that enable verified kernels (measured end to end here).
+class KernelLane {
+ public:
+  virtual ~KernelLane() = default;
+  virtual Result<std::vector<search::Candidate>> Propose(const SessionState& state) = 0;
+};
+
+// Writes the report, summary and knowledge-base recipe at close.
+class Closer {
+ public:
+  virtual ~Closer() = default;
+  virtual Status Close(SessionState& state) = 0;
+};
+
+struct SessionServices {
+  measure::TrialExecutor* executor = nullptr;
+  search::Proposer* proposer = nullptr;
+  sys::Clock* clock = nullptr;
+  WarmStart* warm_start = nullptr;  // optional
+  KernelLane* kernel = nullptr;     // optional
+  Closer* closer = nullptr;         // optional
+  // Whether changing these knobs can change outputs (the catalog's accuracy risk).
+  std::function<bool(const Config& delta)> risky;
+  // Enablement ladder: configuration changes to try for a launch failure kind.
+  std::function<std::vector<Config>(const std::string& failure_kind)> enablement;
+  std::function<void(const std::string& line)> progress;
+  int cpus = 1;
+  bool gpu = false;
+};
+
+class Coordinator {
+ public:
+  Coordinator(spec::SessionSpec spec, SessionServices services, SessionState state);
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Runs the session to its close (resuming where the state left off). The result
+  // is the final state; errors are only for a state that cannot be saved.
+  Result<SessionState> Run();
+  const SessionState& state() const { return state_; }
+
+  // A fresh state for a new session in `run_dir` (deadline stamped now).
+  static SessionState NewState(const spec::SessionSpec& spec, const std::string& run_dir, sys::Clock& clock);
+
+ private:
+  // Phases; an error ends the phase (recorded) but never the session.
+  Status Prelude();
+  Status Framework();
+  Status Kernel();
+  Status Sweep();
+  Status CloseSession();
+
+  Status Enable(const measure::TrialOutcome& failed);
+  // Measures a candidate (screen, accuracy, pairs) and sets its verdict.
+  Status Evaluate(CandidateRecord& c);
+  Status Judge(CandidateRecord& c, bool final_look);
+  Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p);
+
+  CandidateRecord& NewCandidate(const std::string& phase, const search::Candidate& idea, const Config& incumbent);
+  void Observe(const CandidateRecord& c);
+  void StartPhase(const std::string& phase);
+  void EndPhase(const std::string& status, const std::string& note);
+  Status Save();
+  void Event(const std::string& type, std::vector<std::pair<std::string, std::string>> fields = {});
+  void Progress(const std::string& line);
+
+  double Now() const;        // session seconds
+  double Left() const;       // seconds until the deadline
+  double EstTrial() const;   // expected seconds per trial
+  double CloseReserve() const;
+  bool CanAfford(int trials) const;
+  bool Stopping() const;     // interrupt, budget or trial limit
+  measure::OperatingPoint Primary() const;
+  std::string NextTrialId();
+
+  spec::SessionSpec spec_;
+  SessionServices services_;
+  SessionState state_;
+  EventLog events_;
+  int keeps_this_cycle_ = 0;
+};
+
+// Summary line for `hone status`.
+std::string StatusText(const SessionState& state, const std::vector<Event>& events, double now_unix_s);
+
+}  // namespace hone::session

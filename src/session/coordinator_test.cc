@@ -1,0 +1,319 @@
+#include "session/coordinator.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "session/fake_executor.h"
+#include "sys/files.h"
+#include "testing/fake_clock.h"
+#include "testing/test_util.h"
+
+namespace hone::session {
+namespace {
+
+class RecordingCloser final : public Closer {
+ public:
+  Status Close(SessionState& s) override {
+    ++calls;
+    last_reason = s.stop_reason;
+    return Ok();
+  }
+  int calls = 0;
+  std::string last_reason;
+};
+
+spec::SessionSpec Spec(double budget_s = 3600) {
+  spec::SessionSpec s;
+  s.name = "t";
+  s.target.model.path = "/m.gguf";
+  s.budget.wall_s = budget_s;
+  s.budget.max_cycles = 3;
+  s.measurement.min_pairs = 3;
+  s.measurement.max_pairs = 9;
+  s.measurement.pair_step = 3;
+  s.measurement.aa_pairs = 2;
+  return s;
+}
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = sys::TempDir::Create("hone-coord");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+    exec_.clock = &clock_;
+    exec_.run_dir = dir_->path().string();
+  }
+  SessionState Run(const spec::SessionSpec& spec, search::Proposer* proposer, SessionState* resume = nullptr) {
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = proposer;
+    svc.clock = &clock_;
+    svc.closer = &closer_;
+    svc.risky = [](const Config& d) { return d.Has("weights"); };
+    svc.enablement = [](const std::string& kind) {
+      return kind == "out_of_memory" ? std::vector<Config>{Config{{"ctx", "big"}}, Config{{"ctx", "small"}}}
+                                     : std::vector<Config>{};
+    };
+    SessionState s = resume ? *resume : Coordinator::NewState(spec, dir_->path().string(), clock_);
+    Coordinator c(spec, svc, s);
+    auto out = c.Run();
+    EXPECT_TRUE(out) << out.error().ToString();
+    return out ? *out : SessionState{};
+  }
+  std::vector<std::string> PhaseOrder(const SessionState& s) {
+    std::vector<std::string> out;
+    for (const auto& p : s.phases) out.push_back(p.phase + ":" + p.status);
+    return out;
+  }
+
+  testing::FakeClock clock_;
+  FakeExecutor exec_;
+  RecordingCloser closer_;
+  std::unique_ptr<sys::TempDir> dir_;
+};
+
+TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
+  exec_.factors = {{"speed=fast", 1.20}, {"speed=slow", 0.6}, {"flag=x", 1.0}};
+  ListProposer p({"speed=slow", "flag=x", "speed=fast"});
+  SessionState s = Run(Spec(), &p);
+  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.best.ToString(), "speed=fast");
+  ASSERT_EQ(s.candidates.size(), 3u);
+  EXPECT_EQ(s.candidates[0].verdict, "SCREENED_OUT");  // 40% slower: one trial
+  EXPECT_EQ(s.candidates[0].candidate_trials.size(), 0u);
+  EXPECT_EQ(s.candidates[1].verdict, "REVERT");
+  EXPECT_EQ(s.candidates[2].verdict, "KEEP");
+  EXPECT_NEAR(s.candidates[2].gain, 0.20, 0.02);
+  EXPECT_EQ(s.candidates[2].incumbent_trials.size(), 3u);
+  EXPECT_TRUE(s.validated);
+  EXPECT_NEAR(s.validated_gain, 0.20, 0.02);
+  EXPECT_GT(s.validated_lo, 1.1);
+  EXPECT_EQ(s.validation_verdict, "KEEP");
+  EXPECT_EQ(s.validation_trials.size(), 6u);
+  EXPECT_NEAR(s.baseline_objective, 100, 2);
+  EXPECT_EQ(s.baseline_trials.size(), 2u);
+  EXPECT_EQ(closer_.calls, 1);
+  // Prelude, framework, kernel (skipped), sweep (skipped), cycle 2 framework (no
+  // ideas), kernel, sweep, then close: the second cycle found nothing.
+  auto phases = PhaseOrder(s);
+  ASSERT_GE(phases.size(), 5u);
+  EXPECT_EQ(phases[0], "prelude:done");
+  EXPECT_EQ(phases[1], "framework:done");
+  EXPECT_EQ(phases[2], "kernel:skipped");
+  EXPECT_EQ(phases[3], "sweep:skipped");
+  EXPECT_EQ(phases.back(), "close:done");
+  EXPECT_EQ(s.stop_reason, "converged: the last cycle found no gain");
+  EXPECT_EQ(s.cycle, 2);
+  // State and events are on disk, and the state round-trips.
+  auto loaded = LoadState(dir_->path().string());
+  ASSERT_OK(loaded);
+  EXPECT_EQ(loaded->best, s.best);
+  auto events = ReadEvents((dir_->path() / "events.jsonl").string());
+  ASSERT_OK(events);
+  EXPECT_EQ(events->front().type, "session_started");
+  int verdicts = 0;
+  for (const auto& e : *events) verdicts += e.type == "verdict";
+  EXPECT_EQ(verdicts, 3);
+  // Every trial has its directory with an outcome.
+  for (const auto& t : exec_.ran) EXPECT_TRUE(sys::FileExists(dir_->path() / "trials" / t.id / "outcome.json"));
+}
+
+TEST_F(CoordinatorTest, BudgetIsHard) {
+  exec_.factors = {{"a=1", 1.1}};
+  std::vector<std::string> ideas;
+  for (int i = 0; i < 50; ++i) ideas.push_back("k" + std::to_string(i) + "=v");
+  ListProposer p(ideas);
+  int64_t start = clock_.WallMicros();
+  SessionState s = Run(Spec(400), &p);
+  double used = static_cast<double>(clock_.WallMicros() - start) * 1e-6;
+  EXPECT_LE(used, 400 * 1.02) << "used " << used << " s of a 400 s budget";
+  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.stop_reason, "budget");
+  EXPECT_EQ(closer_.calls, 1);
+}
+
+TEST_F(CoordinatorTest, CycleCeilingStopsTheLoop) {
+  exec_.factors = {{"a=1", 1.3}, {"b=1", 1.3}};
+  ListProposer p({"a=1", "b=1"});
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  SessionState s = Run(spec, &p);
+  EXPECT_EQ(s.cycle, 1);
+  EXPECT_EQ(s.stop_reason, "cycle ceiling reached");
+  EXPECT_EQ(s.best.ToString(), "a=1 b=1");
+}
+
+TEST_F(CoordinatorTest, TrialLimitStops) {
+  ListProposer p({"a=1", "b=1", "c=1", "d=1"});
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_trials = 12;
+  SessionState s = Run(spec, &p);
+  EXPECT_LE(s.trials_run, 12);
+  EXPECT_EQ(s.phase, "done");
+}
+
+TEST_F(CoordinatorTest, EnablementClimbsTheLadder) {
+  exec_.crashes = {{"ctx=default", "out_of_memory"}, {"ctx=big", "out_of_memory"}};
+  ListProposer p({});
+  spec::SessionSpec spec = Spec();
+  spec.target.base_config = Config{{"ctx", "default"}};
+  SessionState s = Run(spec, &p);
+  EXPECT_EQ(s.stock.ToString(), "ctx=small");
+  EXPECT_EQ(s.stock_note, "enabled with ctx=small after out_of_memory");
+  ASSERT_GE(s.candidates.size(), 2u);
+  EXPECT_EQ(s.candidates[0].verdict, "LAUNCH_FAILED");  // ctx=big
+  EXPECT_EQ(s.candidates[1].verdict, "KEEP");           // ctx=small
+  EXPECT_EQ(s.baseline_trials.size(), 2u);
+}
+
+TEST_F(CoordinatorTest, StockThatNeverLaunchesStillCloses) {
+  exec_.crashes = {{"model=bad", "model_load"}};
+  ListProposer p({"a=1"});
+  spec::SessionSpec spec = Spec();
+  spec.target.base_config = Config{{"model", "bad"}};
+  SessionState s = Run(spec, &p);
+  EXPECT_EQ(s.phase, "done");
+  EXPECT_NE(s.stop_reason.find("does not launch (model_load)"), std::string::npos) << s.stop_reason;
+  EXPECT_EQ(closer_.calls, 1);
+  EXPECT_TRUE(s.candidates.empty() || s.candidates[0].phase == "enablement");
+}
+
+TEST_F(CoordinatorTest, FasterButInaccurateIsNotKept) {
+  exec_.factors = {{"weights=q4_0", 2.0}, {"weights=q8_0", 1.5}};
+  exec_.inaccurate = {"weights=q4_0"};
+  ListProposer p({"weights=q4_0", "weights=q8_0"});
+  SessionState s = Run(Spec(), &p);
+  ASSERT_GE(s.candidates.size(), 2u);
+  EXPECT_EQ(s.candidates[0].verdict, "ACCURACY_FAILED");
+  EXPECT_TRUE(s.candidates[0].incumbent_trials.empty());  // rejected before any pair
+  EXPECT_EQ(s.candidates[1].verdict, "KEEP");
+  EXPECT_EQ(s.best.ToString(), "weights=q8_0");
+}
+
+TEST_F(CoordinatorTest, LaunchFailuresAreOutcomes) {
+  exec_.crashes = {{"bad=1", "bad_flag"}};
+  exec_.factors = {{"good=1", 1.25}};
+  ListProposer p({"bad=1", "good=1"});
+  SessionState s = Run(Spec(), &p);
+  EXPECT_EQ(s.candidates[0].verdict, "LAUNCH_FAILED");
+  EXPECT_EQ(s.candidates[0].failure_kind, "bad_flag");
+  EXPECT_EQ(s.candidates[1].verdict, "KEEP");
+  EXPECT_EQ(p.observed[0], "bad=1:LAUNCH_FAILED");
+}
+
+TEST_F(CoordinatorTest, SweepRunsOverTheGridAndSkipsWhenUnchanged) {
+  exec_.factors = {{"a=1", 1.3}};
+  ListProposer p({"a=1"});
+  spec::SessionSpec spec = Spec();
+  spec.workload.sweep_concurrency = {1, 4};
+  spec.workload.sweep_isl_osl = {{64, 16}};
+  SessionState s = Run(spec, &p);
+  ASSERT_EQ(s.sweep.size(), 2u);
+  EXPECT_EQ(s.sweep[0].concurrency, 1);
+  EXPECT_EQ(s.sweep[1].concurrency, 4);
+  EXPECT_EQ(s.sweep[0].verdict, "KEEP");
+  EXPECT_EQ(s.sweep[0].best_config, "a=1");
+  EXPECT_EQ(s.sweep[0].stock_trials.size(), 3u);
+  int sweeps_done = 0;
+  for (const auto& ph : s.phases) sweeps_done += ph.phase == "sweep" && ph.status == "done";
+  EXPECT_EQ(sweeps_done, 1);  // the second cycle changed nothing: its sweep was skipped
+}
+
+// Resume after kill -9 at random points: the coordinator runs in a child process
+// that is SIGKILLed repeatedly; each time the session is resumed from its state.
+// Nothing validated is lost, no trial id is reused, and no stand-in server survives.
+TEST(CoordinatorKillTest, ResumesAfterKill9WithNothingLost) {
+  auto dir = sys::TempDir::Create("hone-kill");
+  ASSERT_TRUE(dir);
+  std::string run = (*dir)->path().string();
+  std::string pid_log = run + "/pids.txt";
+  spec::SessionSpec spec = Spec(3600);
+  spec.budget.max_trials = 70;
+  spec.budget.max_cycles = 2;
+  const std::vector<std::string> ideas = {"a=1", "b=1", "c=1", "d=1", "e=1", "f=1"};
+  auto configure = [&](FakeExecutor& e) {
+    e.factors = {{"a=1", 1.3}, {"c=1", 0.95}, {"e=1", 1.25}};
+    e.noise = 0.002;
+    e.run_dir = run;
+    e.pid_log = pid_log;
+    e.real_sleep = std::chrono::milliseconds(15);
+    e.trial_cost_s = 0.015;
+  };
+  auto run_session = [&]() -> SessionState {
+    FakeExecutor exec;
+    configure(exec);
+    ListProposer proposer(ideas);
+    SessionServices svc;
+    svc.executor = &exec;
+    svc.proposer = &proposer;
+    svc.clock = &sys::DefaultClock();
+    auto loaded = LoadState(run);
+    SessionState s = loaded ? *loaded : Coordinator::NewState(spec, run, sys::DefaultClock());
+    Coordinator c(spec, svc, s);
+    auto out = c.Run();
+    return out ? *out : SessionState{};
+  };
+  Rng rng(2026);
+  int kills = 0;
+  std::set<std::string> keeps_seen;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    auto before = LoadState(run);
+    if (before && before->phase == "done") break;
+    if (before) {
+      for (const auto& c : before->candidates) {
+        if (c.verdict == "KEEP") keeps_seen.insert(c.id + ":" + c.config.ToString());
+      }
+    }
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      run_session();
+      _exit(0);
+    }
+    usleep(static_cast<useconds_t>(rng.Uniform(40'000, 250'000)));
+    if (kill(child, SIGKILL) == 0) ++kills;
+    int status;
+    waitpid(child, &status, 0);
+  }
+  SessionState final = run_session();
+  EXPECT_EQ(final.phase, "done");
+  EXPECT_GE(kills, 3);
+  EXPECT_GE(final.trials_run, 20);
+  // Every KEEP seen between kills is still a KEEP.
+  for (const std::string& k : keeps_seen) {
+    bool found = false;
+    for (const auto& c : final.candidates) found = found || ((c.id + ":" + c.config.ToString()) == k && c.verdict == "KEEP");
+    EXPECT_TRUE(found) << "lost validated result " << k;
+  }
+  EXPECT_EQ(final.best.ToString(), "a=1 e=1");
+  // Trial ids are unique and every recorded trial exists on disk.
+  std::set<std::string> ids;
+  for (const auto& c : final.candidates) {
+    for (const auto* list : {&c.incumbent_trials, &c.candidate_trials}) {
+      for (const auto& t : *list) {
+        EXPECT_TRUE(ids.insert(c.id + "/" + t).second);
+        EXPECT_TRUE(sys::FileExists((*dir)->path() / "trials" / t / "outcome.json")) << t;
+      }
+    }
+  }
+  // No stand-in server outlived its killed supervisor.
+  auto pids = sys::ReadFile(pid_log);
+  ASSERT_OK(pids);
+  usleep(500'000);
+  int alive = 0;
+  for (const auto& line : Split(*pids, '\n')) {
+    auto pid = ParseInt(line);
+    if (!pid) continue;
+    auto stat = sys::ReadFile("/proc/" + line + "/stat");
+    if (kill(static_cast<pid_t>(*pid), 0) == 0 && stat && !Contains(*stat, ") Z ")) ++alive;
+  }
+  EXPECT_EQ(alive, 0);
+}
+
+}  // namespace
+}  // namespace hone::session

@@ -1,0 +1,125 @@
+// FakeExecutor: a TrialExecutor for coordinator tests. A configuration's objective is
+// a product of per-knob factors ("speed=fast" -> 1.2) times seeded noise; knob values
+// can be made to fail to launch or to fail the accuracy gate. Each trial advances a
+// FakeClock by a fixed cost (and optionally sleeps for real, to be killable), writes
+// a real trial directory, and records what ran.
+#pragma once
+
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/strings.h"
+#include "measure/trial.h"
+#include "sys/files.h"
+#include "sys/process.h"
+#include "testing/fake_clock.h"
+
+namespace hone::session {
+
+class FakeExecutor final : public measure::TrialExecutor {
+ public:
+  std::map<std::string, double> factors;         // "knob=value" -> multiplier
+  std::map<std::string, std::string> crashes;    // "knob=value" -> failure kind
+  std::vector<std::string> inaccurate;           // "knob=value" failing the accuracy gate
+  double base = 100;
+  double noise = 0.005;
+  double trial_cost_s = 10;
+  testing::FakeClock* clock = nullptr;           // advanced per trial (optional)
+  std::chrono::milliseconds real_sleep{0};       // real time per trial (kill tests)
+  std::string run_dir;
+  std::string pid_log;                           // kill tests: each trial's "server" pid
+  std::vector<measure::TrialRequest> ran;
+  int accuracy_checks = 0;
+
+  Result<measure::TrialOutcome> Run(const measure::TrialRequest& req) override {
+    ran.push_back(req);
+    if (clock) clock->AdvanceSeconds(trial_cost_s);
+    measure::TrialOutcome o;
+    o.id = req.id;
+    o.role = req.role;
+    o.config = req.config;
+    o.point = req.point;
+    o.wall_s = trial_cost_s;
+    o.dir = run_dir + "/trials/" + req.id;
+    HONE_TRY(sys::EnsureDir(o.dir));
+    if (!pid_log.empty()) {
+      // A stand-in server: a real child process, which the guard must reap if we die.
+      auto child = sys::ChildProcess::Start({.argv = {"sleep", "60"}});
+      if (child) {
+        (void)sys::AppendLineSync(pid_log, std::to_string((*child)->pid()));
+        std::this_thread::sleep_for(real_sleep);
+      }
+    } else if (real_sleep.count()) {
+      std::this_thread::sleep_for(real_sleep);
+    }
+    for (const auto& [k, v] : req.config.values()) {
+      auto it = crashes.find(k + "=" + v);
+      if (it != crashes.end()) {
+        o.failure_kind = it->second;
+        o.failure_detail = "fake " + it->second;
+        HONE_TRY(measure::WriteTrialOutcome(o));
+        return o;
+      }
+    }
+    o.launched = true;
+    o.valid = true;
+    double value = base;
+    for (const auto& [k, v] : req.config.values()) {
+      auto it = factors.find(k + "=" + v);
+      if (it != factors.end()) value *= it->second;
+    }
+    Rng rng(MixSeed(std::hash<std::string>{}(req.id), 99));
+    o.objective = value * (1 + noise * rng.NextGaussian());
+    o.result.total_tps = o.objective;
+    o.result.intvty["p50"] = 10;
+    HONE_TRY(measure::WriteTrialOutcome(o));
+    return o;
+  }
+  Status PrepareAccuracy(const Config&) override { return Ok(); }
+  Result<measure::AccuracyOutcome> CheckAccuracy(const Config& config, const std::string&) override {
+    ++accuracy_checks;
+    measure::AccuracyOutcome a;
+    a.ran = true;
+    for (const auto& [k, v] : config.values()) {
+      if (std::find(inaccurate.begin(), inaccurate.end(), k + "=" + v) != inaccurate.end()) {
+        a.passed = false;
+        a.token_agreement = 0.5;
+      }
+    }
+    a.detail = a.passed ? "token agreement 100%" : "token agreement 50%";
+    return a;
+  }
+};
+
+// A proposer over a fixed list of single-knob ideas.
+class ListProposer final : public search::Proposer {
+ public:
+  explicit ListProposer(std::vector<std::string> ideas) : ideas_(std::move(ideas)) {}
+  std::optional<search::Candidate> Next(const search::ProposalContext& ctx) override {
+    while (next_ < ideas_.size()) {
+      std::string idea = ideas_[next_++];
+      size_t eq = idea.find('=');
+      Config delta{{idea.substr(0, eq), idea.substr(eq + 1)}};
+      if (ctx.tried.contains(ctx.best.Merged(delta).Hash())) continue;
+      return search::Candidate{idea, idea, delta, "test idea", 0};
+    }
+    return std::nullopt;
+  }
+  void Observe(const search::Observation& obs) override { observed.push_back(obs.candidate.idea + ":" + obs.verdict); }
+  std::string Save() const override { return std::to_string(next_); }
+  Status Load(const std::string& s) override {
+    next_ = static_cast<size_t>(ParseInt(s).value_or(0));
+    return Ok();
+  }
+  std::string Describe() const override { return "list"; }
+  std::vector<std::string> observed;
+
+ private:
+  std::vector<std::string> ideas_;
+  size_t next_ = 0;
+};
+
+}  // namespace hone::session

@@ -1,0 +1,149 @@
+// SessionState: everything a session has decided so far, small enough to rewrite
+// atomically after every trial (state.json), plus the append-only audit trail
+// (events.jsonl). Together with the trial directories they are the whole truth of a
+// session: `hone resume` rebuilds the coordinator from them and `hone status` reads
+// them while a session runs. Every number in here names the trials that measured it.
+// Documented field by field in docs/session-state.md. Plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace hone::session {
+
+// One candidate configuration and what became of it.
+struct CandidateRecord {
+  std::string id;           // "c003"
+  std::string phase;        // prelude (warm replay) | framework | kernel | enablement
+  int cycle = 0;
+  std::string idea;         // the proposer's idea id / title
+  std::string rationale;
+  Config delta;             // relative to the incumbent it was tested against
+  Config config;            // the full configuration
+  Config incumbent;         // the configuration it was compared with
+  // PENDING while being measured; then KEEP | REVERT | INCONCLUSIVE | SCREENED_OUT |
+  // LAUNCH_FAILED | ACCURACY_FAILED | INVALID | SKIPPED_BUDGET
+  std::string verdict = "PENDING";
+  std::string reason;
+  double gain = 0;          // relative to the incumbent (direction-adjusted)
+  double ci_lo = 0, ci_hi = 0;
+  double threshold = 0;
+  int pairs = 0;
+  std::vector<std::string> incumbent_trials;  // A arm, pair order
+  std::vector<std::string> candidate_trials;  // B arm (and the screening trial)
+  std::vector<double> incumbent_values;
+  std::vector<double> candidate_values;
+  std::string screen_trial;
+  std::string failure_kind;
+  std::string accuracy;     // accuracy gate detail ("" = not run)
+  bool accuracy_passed = true;
+  double predicted_gain = 0;  // a proposer's or agent's claim (never a result)
+  double started_s = 0, finished_s = 0;  // session time
+};
+
+struct PhaseRecord {
+  std::string phase;
+  int cycle = 0;
+  double started_s = 0, finished_s = -1;
+  std::string status;  // running | done | skipped | failed
+  std::string note;
+};
+
+struct SweepPointRecord {
+  int concurrency = 0;
+  int64_t isl = 0, osl = 0;
+  std::string best_config;    // Config::ToString of the winner at this point
+  double stock_objective = 0, best_objective = 0;
+  double stock_intvty = 0, best_intvty = 0;  // p50 interactivity (tok/s/user)
+  double stock_tps = 0, best_tps = 0;        // total tok/s
+  std::vector<std::string> stock_trials, best_trials;
+  std::string verdict;
+};
+
+struct SessionState {
+  int version = 1;
+  std::string session_id;
+  std::string name;
+  std::string spec_path;
+  std::string run_dir;
+  int64_t started_unix_us = 0;
+  double deadline_unix_s = 0;  // stamped once: a resume cannot reissue the budget
+  std::string phase = "prelude";  // prelude | framework | kernel | sweep | close | done
+  int cycle = 1;
+  std::string stop_reason;
+  bool interrupted = false;
+
+  std::string warmup_trial;     // discarded first launch (page cache, lazy init)
+  Config stock;                 // the configuration everything is compared with
+  std::string stock_note;       // enablement changes applied to make it launch
+  std::vector<std::string> baseline_trials;
+  std::vector<double> baseline_values;
+  double baseline_objective = 0;
+  double noise_floor = 0;
+  std::vector<std::string> aa_trials;  // the second arm of the A/A pairs
+  std::vector<double> aa_values;
+
+  Config best;
+  std::vector<std::string> best_trials;  // the latest measurements of `best`
+  std::vector<double> best_values;
+
+  std::vector<CandidateRecord> candidates;
+  std::vector<PhaseRecord> phases;
+  std::vector<SweepPointRecord> sweep;
+  std::string last_sweep_config;  // best config hash when the last sweep ran
+
+  // Close: `best` re-measured against `stock`, paired.
+  bool validated = false;
+  double validated_gain = 0, validated_lo = 0, validated_hi = 0;
+  double validated_best_objective = 0, validated_stock_objective = 0;
+  std::vector<std::string> validation_trials;
+  std::string validation_verdict;
+  std::string close_accuracy;
+
+  std::string warm_replay;   // what the knowledge base offered and what became of it
+  std::string kb_result;     // what was written to the knowledge base
+  std::string roofline;      // headroom summary (when available)
+  std::string search_state;  // the proposer's saved tree (opaque)
+
+  int next_trial = 1;
+  int next_candidate = 1;
+  int trials_run = 0;
+  double trial_seconds_total = 0;
+
+  CandidateRecord* Pending();  // the candidate still being measured, or nullptr
+};
+
+std::string StateToJson(const SessionState& s);
+Result<SessionState> StateFromJson(const std::string& text);
+Status SaveState(const std::string& run_dir, const SessionState& s);
+Result<SessionState> LoadState(const std::string& run_dir);
+
+// events.jsonl: one JSON object per line, appended and fsynced.
+class EventLog {
+ public:
+  explicit EventLog(std::string path) : path_(std::move(path)) {}
+  // `fields` are key/value strings (values that parse as numbers are written as numbers).
+  Status Append(const std::string& type, double session_s,
+                const std::vector<std::pair<std::string, std::string>>& fields = {});
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int64_t seq_ = -1;
+};
+
+struct Event {
+  int64_t seq = 0;
+  std::string type;
+  double t = 0;
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::string Get(const std::string& key) const;
+};
+// Reads events.jsonl; a torn last line (crash mid-write) is skipped.
+Result<std::vector<Event>> ReadEvents(const std::string& path);
+
+}  // namespace hone::session

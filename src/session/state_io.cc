@@ -1,0 +1,305 @@
+// JSON (de)serialization of the session state and events: the session layer's edge.
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "core/strings.h"
+#include "session/state.h"
+#include "sys/clock.h"
+#include "sys/files.h"
+
+namespace hone::session {
+
+using json = nlohmann::ordered_json;
+
+namespace {
+
+json ConfigJson(const Config& c) {
+  json j = json::object();
+  for (const auto& [k, v] : c.values()) j[k] = v;
+  return j;
+}
+
+Config ConfigFrom(const json& j) {
+  Config c;
+  if (j.is_object()) {
+    for (auto& [k, v] : j.items()) c.Set(k, v.get<std::string>());
+  }
+  return c;
+}
+
+json CandidateJson(const CandidateRecord& c) {
+  return {{"id", c.id},
+          {"phase", c.phase},
+          {"cycle", c.cycle},
+          {"idea", c.idea},
+          {"rationale", c.rationale},
+          {"delta", ConfigJson(c.delta)},
+          {"config", ConfigJson(c.config)},
+          {"incumbent", ConfigJson(c.incumbent)},
+          {"verdict", c.verdict},
+          {"reason", c.reason},
+          {"gain", c.gain},
+          {"ci_lo", c.ci_lo},
+          {"ci_hi", c.ci_hi},
+          {"threshold", c.threshold},
+          {"pairs", c.pairs},
+          {"incumbent_trials", c.incumbent_trials},
+          {"candidate_trials", c.candidate_trials},
+          {"incumbent_values", c.incumbent_values},
+          {"candidate_values", c.candidate_values},
+          {"screen_trial", c.screen_trial},
+          {"failure_kind", c.failure_kind},
+          {"accuracy", c.accuracy},
+          {"accuracy_passed", c.accuracy_passed},
+          {"predicted_gain", c.predicted_gain},
+          {"started_s", c.started_s},
+          {"finished_s", c.finished_s}};
+}
+
+CandidateRecord CandidateFrom(const json& j) {
+  CandidateRecord c;
+  c.id = j.value("id", "");
+  c.phase = j.value("phase", "");
+  c.cycle = j.value("cycle", 0);
+  c.idea = j.value("idea", "");
+  c.rationale = j.value("rationale", "");
+  c.delta = ConfigFrom(j["delta"]);
+  c.config = ConfigFrom(j["config"]);
+  c.incumbent = ConfigFrom(j["incumbent"]);
+  c.verdict = j.value("verdict", "PENDING");
+  c.reason = j.value("reason", "");
+  c.gain = j.value("gain", 0.0);
+  c.ci_lo = j.value("ci_lo", 0.0);
+  c.ci_hi = j.value("ci_hi", 0.0);
+  c.threshold = j.value("threshold", 0.0);
+  c.pairs = j.value("pairs", 0);
+  c.incumbent_trials = j.value("incumbent_trials", std::vector<std::string>{});
+  c.candidate_trials = j.value("candidate_trials", std::vector<std::string>{});
+  c.incumbent_values = j.value("incumbent_values", std::vector<double>{});
+  c.candidate_values = j.value("candidate_values", std::vector<double>{});
+  c.screen_trial = j.value("screen_trial", "");
+  c.failure_kind = j.value("failure_kind", "");
+  c.accuracy = j.value("accuracy", "");
+  c.accuracy_passed = j.value("accuracy_passed", true);
+  c.predicted_gain = j.value("predicted_gain", 0.0);
+  c.started_s = j.value("started_s", 0.0);
+  c.finished_s = j.value("finished_s", 0.0);
+  return c;
+}
+
+}  // namespace
+
+CandidateRecord* SessionState::Pending() {
+  for (auto& c : candidates) {
+    if (c.verdict == "PENDING") return &c;
+  }
+  return nullptr;
+}
+
+std::string StateToJson(const SessionState& s) {
+  json cands = json::array();
+  for (const auto& c : s.candidates) cands.push_back(CandidateJson(c));
+  json phases = json::array();
+  for (const auto& p : s.phases) {
+    phases.push_back({{"phase", p.phase}, {"cycle", p.cycle}, {"started_s", p.started_s},
+                      {"finished_s", p.finished_s}, {"status", p.status}, {"note", p.note}});
+  }
+  json sweep = json::array();
+  for (const auto& p : s.sweep) {
+    sweep.push_back({{"concurrency", p.concurrency}, {"isl", p.isl}, {"osl", p.osl}, {"best_config", p.best_config},
+                     {"stock_objective", p.stock_objective}, {"best_objective", p.best_objective},
+                     {"stock_intvty", p.stock_intvty}, {"best_intvty", p.best_intvty}, {"stock_tps", p.stock_tps},
+                     {"best_tps", p.best_tps}, {"stock_trials", p.stock_trials}, {"best_trials", p.best_trials},
+                     {"verdict", p.verdict}});
+  }
+  json j = {{"version", s.version},
+            {"session_id", s.session_id},
+            {"name", s.name},
+            {"spec_path", s.spec_path},
+            {"run_dir", s.run_dir},
+            {"started_unix_us", s.started_unix_us},
+            {"started_utc", sys::FormatUtc(s.started_unix_us)},
+            {"deadline_unix_s", s.deadline_unix_s},
+            {"phase", s.phase},
+            {"cycle", s.cycle},
+            {"stop_reason", s.stop_reason},
+            {"interrupted", s.interrupted},
+            {"warmup_trial", s.warmup_trial},
+            {"stock", ConfigJson(s.stock)},
+            {"stock_note", s.stock_note},
+            {"baseline_trials", s.baseline_trials},
+            {"baseline_values", s.baseline_values},
+            {"baseline_objective", s.baseline_objective},
+            {"noise_floor", s.noise_floor},
+            {"aa_trials", s.aa_trials},
+            {"aa_values", s.aa_values},
+            {"best", ConfigJson(s.best)},
+            {"best_trials", s.best_trials},
+            {"best_values", s.best_values},
+            {"candidates", cands},
+            {"phases", phases},
+            {"sweep", sweep},
+            {"last_sweep_config", s.last_sweep_config},
+            {"validated", s.validated},
+            {"validated_gain", s.validated_gain},
+            {"validated_lo", s.validated_lo},
+            {"validated_hi", s.validated_hi},
+            {"validated_best_objective", s.validated_best_objective},
+            {"validated_stock_objective", s.validated_stock_objective},
+            {"validation_trials", s.validation_trials},
+            {"validation_verdict", s.validation_verdict},
+            {"close_accuracy", s.close_accuracy},
+            {"warm_replay", s.warm_replay},
+            {"kb_result", s.kb_result},
+            {"roofline", s.roofline},
+            {"search_state", s.search_state},
+            {"next_trial", s.next_trial},
+            {"next_candidate", s.next_candidate},
+            {"trials_run", s.trials_run},
+            {"trial_seconds_total", s.trial_seconds_total}};
+  return j.dump(2) + "\n";
+}
+
+Result<SessionState> StateFromJson(const std::string& text) {
+  return TryCatch(ErrorCode::kDataLoss, "reading state.json", [&] {
+    json j = json::parse(text);
+    SessionState s;
+    s.version = j.value("version", 1);
+    s.session_id = j.value("session_id", "");
+    s.name = j.value("name", "");
+    s.spec_path = j.value("spec_path", "");
+    s.run_dir = j.value("run_dir", "");
+    s.started_unix_us = j.value("started_unix_us", int64_t{0});
+    s.deadline_unix_s = j.value("deadline_unix_s", 0.0);
+    s.phase = j.value("phase", "prelude");
+    s.cycle = j.value("cycle", 1);
+    s.stop_reason = j.value("stop_reason", "");
+    s.interrupted = j.value("interrupted", false);
+    s.warmup_trial = j.value("warmup_trial", "");
+    s.stock = ConfigFrom(j["stock"]);
+    s.stock_note = j.value("stock_note", "");
+    s.baseline_trials = j.value("baseline_trials", std::vector<std::string>{});
+    s.baseline_values = j.value("baseline_values", std::vector<double>{});
+    s.baseline_objective = j.value("baseline_objective", 0.0);
+    s.noise_floor = j.value("noise_floor", 0.0);
+    s.aa_trials = j.value("aa_trials", std::vector<std::string>{});
+    s.aa_values = j.value("aa_values", std::vector<double>{});
+    s.best = ConfigFrom(j["best"]);
+    s.best_trials = j.value("best_trials", std::vector<std::string>{});
+    s.best_values = j.value("best_values", std::vector<double>{});
+    for (const auto& c : j["candidates"]) s.candidates.push_back(CandidateFrom(c));
+    for (const auto& p : j["phases"]) {
+      s.phases.push_back({p.value("phase", ""), p.value("cycle", 0), p.value("started_s", 0.0),
+                          p.value("finished_s", -1.0), p.value("status", ""), p.value("note", "")});
+    }
+    for (const auto& p : j["sweep"]) {
+      SweepPointRecord r;
+      r.concurrency = p.value("concurrency", 0);
+      r.isl = p.value("isl", int64_t{0});
+      r.osl = p.value("osl", int64_t{0});
+      r.best_config = p.value("best_config", "");
+      r.stock_objective = p.value("stock_objective", 0.0);
+      r.best_objective = p.value("best_objective", 0.0);
+      r.stock_intvty = p.value("stock_intvty", 0.0);
+      r.best_intvty = p.value("best_intvty", 0.0);
+      r.stock_tps = p.value("stock_tps", 0.0);
+      r.best_tps = p.value("best_tps", 0.0);
+      r.stock_trials = p.value("stock_trials", std::vector<std::string>{});
+      r.best_trials = p.value("best_trials", std::vector<std::string>{});
+      r.verdict = p.value("verdict", "");
+      s.sweep.push_back(r);
+    }
+    s.last_sweep_config = j.value("last_sweep_config", "");
+    s.validated = j.value("validated", false);
+    s.validated_gain = j.value("validated_gain", 0.0);
+    s.validated_lo = j.value("validated_lo", 0.0);
+    s.validated_hi = j.value("validated_hi", 0.0);
+    s.validated_best_objective = j.value("validated_best_objective", 0.0);
+    s.validated_stock_objective = j.value("validated_stock_objective", 0.0);
+    s.validation_trials = j.value("validation_trials", std::vector<std::string>{});
+    s.validation_verdict = j.value("validation_verdict", "");
+    s.close_accuracy = j.value("close_accuracy", "");
+    s.warm_replay = j.value("warm_replay", "");
+    s.kb_result = j.value("kb_result", "");
+    s.roofline = j.value("roofline", "");
+    s.search_state = j.value("search_state", "");
+    s.next_trial = j.value("next_trial", 1);
+    s.next_candidate = j.value("next_candidate", 1);
+    s.trials_run = j.value("trials_run", 0);
+    s.trial_seconds_total = j.value("trial_seconds_total", 0.0);
+    return s;
+  });
+}
+
+Status SaveState(const std::string& run_dir, const SessionState& s) {
+  return sys::WriteFileAtomic(std::filesystem::path(run_dir) / "state.json", StateToJson(s));
+}
+
+Result<SessionState> LoadState(const std::string& run_dir) {
+  auto text = sys::ReadFile(std::filesystem::path(run_dir) / "state.json");
+  if (!text) {
+    return Fail(Error{ErrorCode::kNotFound, "no session in " + run_dir + " (state.json missing)", {{"dir", run_dir}}});
+  }
+  return StateFromJson(*text);
+}
+
+Status EventLog::Append(const std::string& type, double session_s,
+                        const std::vector<std::pair<std::string, std::string>>& fields) {
+  std::string prefix;
+  if (seq_ < 0) {
+    auto existing = ReadEvents(path_);
+    seq_ = existing && !existing->empty() ? existing->back().seq + 1 : 0;
+    // A crash mid-append can leave a torn last line: start ours on a fresh line.
+    auto text = sys::ReadFile(path_);
+    if (text && !text->empty() && text->back() != '\n') prefix = "\n";
+  }
+  json j = {{"seq", seq_}, {"t", std::round(session_s * 1000) / 1000}, {"type", type}};
+  for (const auto& [k, v] : fields) {
+    auto integer = ParseInt(v);
+    auto num = ParseDouble(v);
+    bool numeric = !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-');
+    if (numeric && integer) {
+      j[k] = *integer;
+    } else if (numeric && num) {
+      j[k] = *num;
+    } else {
+      j[k] = v;
+    }
+  }
+  ++seq_;
+  return sys::AppendLineSync(path_, prefix + j.dump());
+}
+
+std::string Event::Get(const std::string& key) const {
+  for (const auto& [k, v] : fields) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+Result<std::vector<Event>> ReadEvents(const std::string& path) {
+  std::vector<Event> out;
+  auto text = sys::ReadFile(path);
+  if (!text) {
+    if (text.error().code == ErrorCode::kNotFound) return out;
+    return Fail(text.error());
+  }
+  for (const std::string& line : Split(*text, '\n')) {
+    if (Trim(line).empty()) continue;
+    json j = json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) continue;  // a torn last line after a crash
+    Event e;
+    e.seq = j.value("seq", int64_t{0});
+    e.type = j.value("type", "");
+    e.t = j.value("t", 0.0);
+    for (auto& [k, v] : j.items()) {
+      if (k == "seq" || k == "type" || k == "t") continue;
+      e.fields.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace hone::session

@@ -1,0 +1,276 @@
+#include "spec/session_spec.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "core/strings.h"
+#include "spec/yaml.h"
+
+namespace hone::spec {
+
+std::string SloConstraint::ToString() const {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%s %s %g", metric.c_str(), at_least ? ">=" : "<=", value);
+  return buf;
+}
+
+Result<double> ParseDurationSeconds(const std::string& text) {
+  std::string t(Trim(text));
+  if (t.empty()) return InvalidArgument("empty duration");
+  double scale = 1;
+  char last = t.back();
+  if (last == 's' || last == 'm' || last == 'h') {
+    scale = last == 's' ? 1 : last == 'm' ? 60 : 3600;
+    t.pop_back();
+  }
+  auto v = ParseDouble(t);
+  if (!v || *v <= 0) return InvalidArgument("not a duration: '" + text + "' (e.g. 90s, 10m, 1.5h)");
+  return *v * scale;
+}
+
+namespace {
+
+Status CheckMetric(const Field& f, const std::string& metric, const std::vector<std::string>& known) {
+  if (known.empty() || std::find(known.begin(), known.end(), metric) != known.end()) return Ok();
+  return Fail(f.Err("unknown metric '" + metric + "' (known: " + Join(known, ", ") + ")"));
+}
+
+Status ParseTarget(const Field& f, TargetSpec& t) {
+  HONE_TRY(f.RequireMap());
+  HONE_TRY(f.CheckKeys({"adapter", "model", "server_args", "base_config", "command", "health_path", "hardware",
+                        "num_gpus"}));
+  HONE_ASSIGN_OR_RETURN(t.adapter, f["adapter"].StrOr("llama.cpp"));
+  static const char* kAdapters[] = {"llama.cpp", "vllm", "sglang", "command"};
+  if (std::find(std::begin(kAdapters), std::end(kAdapters), t.adapter) == std::end(kAdapters)) {
+    return Fail(f["adapter"].Err("unknown adapter '" + t.adapter + "' (llama.cpp, vllm, sglang, command)"));
+  }
+  Field m = f["model"];
+  if (!m.defined()) return Fail(m.Err("required field is missing (a path, or {preset: small})"));
+  if (m.is_scalar()) {
+    HONE_ASSIGN_OR_RETURN(t.model.path, m.Str());
+  } else {
+    HONE_TRY(m.CheckKeys({"path", "preset", "seed"}));
+    HONE_ASSIGN_OR_RETURN(t.model.path, m["path"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(t.model.preset, m["preset"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(int64_t seed, m["seed"].IntOr(42, 0));
+    t.model.seed = static_cast<uint64_t>(seed);
+    if (t.model.path.empty() == t.model.preset.empty()) return Fail(m.Err("give exactly one of path or preset"));
+  }
+  HONE_ASSIGN_OR_RETURN(t.server_args, f["server_args"].StrList());
+  for (const auto& [k, v] : f["base_config"].Entries()) {
+    HONE_ASSIGN_OR_RETURN(std::string value, v.Str());
+    t.base_config.Set(k, value);
+  }
+  HONE_ASSIGN_OR_RETURN(t.command, f["command"].StrList());
+  if (t.adapter == "command" && t.command.empty()) return Fail(f["command"].Err("adapter 'command' needs a command"));
+  HONE_ASSIGN_OR_RETURN(t.health_path, f["health_path"].StrOr("/health"));
+  HONE_ASSIGN_OR_RETURN(t.hardware, f["hardware"].StrOr(""));
+  HONE_ASSIGN_OR_RETURN(int64_t gpus, f["num_gpus"].IntOr(0, 0, 1024));
+  t.num_gpus = static_cast<int>(gpus);
+  return Ok();
+}
+
+Status ParseWorkload(const Field& f, WorkloadSpec& w) {
+  if (!f.defined()) return Ok();
+  HONE_TRY(f.RequireMap());
+  HONE_TRY(f.CheckKeys({"kind", "endpoint", "isl", "osl", "range_ratio", "range_semantics", "concurrency",
+                        "num_prompts", "warmups", "load", "seed", "trace", "trace_preset", "trace_sessions",
+                        "duration", "think_scale", "sweep"}));
+  HONE_ASSIGN_OR_RETURN(w.kind, f["kind"].StrOr("fixed"));
+  if (w.kind != "fixed" && w.kind != "agentic") return Fail(f["kind"].Err("must be fixed or agentic"));
+  HONE_ASSIGN_OR_RETURN(w.endpoint, f["endpoint"].StrOr(w.kind == "agentic" ? "chat" : "completions"));
+  if (w.endpoint != "completions" && w.endpoint != "chat") return Fail(f["endpoint"].Err("must be completions or chat"));
+  HONE_ASSIGN_OR_RETURN(w.isl, f["isl"].IntOr(128, 1, 1 << 24));
+  HONE_ASSIGN_OR_RETURN(w.osl, f["osl"].IntOr(32, 1, 1 << 24));
+  HONE_ASSIGN_OR_RETURN(w.range_ratio, f["range_ratio"].DoubleOr(0, 0, 1));
+  HONE_ASSIGN_OR_RETURN(w.range_semantics, f["range_semantics"].StrOr("vllm"));
+  if (w.range_semantics != "vllm" && w.range_semantics != "inferencex") {
+    return Fail(f["range_semantics"].Err("must be vllm or inferencex"));
+  }
+  HONE_ASSIGN_OR_RETURN(int64_t c, f["concurrency"].IntOr(2, 1, 100000));
+  w.concurrency = static_cast<int>(c);
+  HONE_ASSIGN_OR_RETURN(int64_t n, f["num_prompts"].IntOr(16, 1, 10000000));
+  w.num_prompts = static_cast<int>(n);
+  HONE_ASSIGN_OR_RETURN(int64_t wu, f["warmups"].IntOr(2, 0, 100000));
+  w.warmups = static_cast<int>(wu);
+  HONE_ASSIGN_OR_RETURN(w.load, f["load"].StrOr("closed"));
+  HONE_ASSIGN_OR_RETURN(int64_t seed, f["seed"].IntOr(42, 0));
+  w.seed = static_cast<uint64_t>(seed);
+  HONE_ASSIGN_OR_RETURN(w.trace, f["trace"].StrOr(""));
+  HONE_ASSIGN_OR_RETURN(w.trace_preset, f["trace_preset"].StrOr("cpu"));
+  HONE_ASSIGN_OR_RETURN(int64_t ts, f["trace_sessions"].IntOr(8, 1, 100000));
+  w.trace_sessions = static_cast<int>(ts);
+  if (f["duration"].defined()) {
+    HONE_ASSIGN_OR_RETURN(std::string d, f["duration"].Str());
+    auto secs = ParseDurationSeconds(d);
+    if (!secs) return Fail(f["duration"].Err(secs.error().message));
+    w.duration_s = *secs;
+  }
+  HONE_ASSIGN_OR_RETURN(w.think_scale, f["think_scale"].DoubleOr(1.0, 0, 100));
+  Field sweep = f["sweep"];
+  if (sweep.defined()) {
+    HONE_TRY(sweep.CheckKeys({"concurrency", "isl_osl"}));
+    HONE_ASSIGN_OR_RETURN(auto cs, sweep["concurrency"].IntList(1, 100000));
+    for (int64_t v : cs) w.sweep_concurrency.push_back(static_cast<int>(v));
+    for (const Field& pair : sweep["isl_osl"].Items()) {
+      HONE_ASSIGN_OR_RETURN(auto io, pair.IntList(1, 1 << 24));
+      if (io.size() != 2) return Fail(pair.Err("expected [isl, osl]"));
+      w.sweep_isl_osl.emplace_back(io[0], io[1]);
+    }
+  }
+  return Ok();
+}
+
+Status ParseObjective(const Field& f, ObjectiveSpec& o, const std::vector<std::string>& known) {
+  if (!f.defined()) return Ok();
+  HONE_TRY(f.CheckKeys({"metric", "direction", "slo"}));
+  HONE_ASSIGN_OR_RETURN(o.metric, f["metric"].StrOr("total_tps_per_gpu"));
+  HONE_TRY(CheckMetric(f["metric"], o.metric, known));
+  HONE_ASSIGN_OR_RETURN(std::string dir, f["direction"].StrOr("maximize"));
+  if (dir != "maximize" && dir != "minimize") return Fail(f["direction"].Err("must be maximize or minimize"));
+  o.maximize = dir == "maximize";
+  for (const Field& item : f["slo"].Items()) {
+    HONE_ASSIGN_OR_RETURN(std::string text, item.Str());
+    SloConstraint c;
+    size_t ge = text.find(">="), le = text.find("<=");
+    size_t pos = ge != std::string::npos ? ge : le;
+    if (pos == std::string::npos) return Fail(item.Err("expected 'metric >= value' or 'metric <= value'"));
+    c.at_least = ge != std::string::npos;
+    c.metric = std::string(Trim(text.substr(0, pos)));
+    auto v = ParseDouble(text.substr(pos + 2));
+    if (!v) return Fail(item.Err("bad value in '" + text + "'"));
+    c.value = *v;
+    HONE_TRY(CheckMetric(item, c.metric, known));
+    o.slos.push_back(c);
+  }
+  return Ok();
+}
+
+Status ParseAccuracy(const Field& f, AccuracySpec& a) {
+  if (!f.defined()) return Ok();
+  HONE_TRY(f.CheckKeys({"enabled", "probes", "probe_tokens", "min_token_agreement", "kld", "max_kld"}));
+  HONE_ASSIGN_OR_RETURN(a.enabled, f["enabled"].BoolOr(true));
+  HONE_ASSIGN_OR_RETURN(int64_t p, f["probes"].IntOr(8, 1, 1000));
+  a.probes = static_cast<int>(p);
+  HONE_ASSIGN_OR_RETURN(int64_t t, f["probe_tokens"].IntOr(16, 1, 4096));
+  a.probe_tokens = static_cast<int>(t);
+  HONE_ASSIGN_OR_RETURN(a.min_token_agreement, f["min_token_agreement"].DoubleOr(0.9, 0, 1));
+  HONE_ASSIGN_OR_RETURN(a.kld, f["kld"].BoolOr(true));
+  HONE_ASSIGN_OR_RETURN(a.max_kld, f["max_kld"].DoubleOr(0.01, 0, 100));
+  return Ok();
+}
+
+Status ParseBudget(const Field& f, BudgetSpec& b) {
+  if (!f.defined()) return Ok();
+  HONE_TRY(f.CheckKeys({"wall", "max_trials", "max_cycles"}));
+  if (f["wall"].defined()) {
+    HONE_ASSIGN_OR_RETURN(std::string text, f["wall"].Str());
+    auto secs = ParseDurationSeconds(text);
+    if (!secs) return Fail(f["wall"].Err(secs.error().message));
+    b.wall_s = *secs;
+  }
+  HONE_ASSIGN_OR_RETURN(int64_t t, f["max_trials"].IntOr(0, 0, 1000000));
+  b.max_trials = static_cast<int>(t);
+  HONE_ASSIGN_OR_RETURN(int64_t c, f["max_cycles"].IntOr(3, 1, 1000));
+  b.max_cycles = static_cast<int>(c);
+  return Ok();
+}
+
+Status ParseMeasurement(const Field& f, MeasurementSpec& m) {
+  if (!f.defined()) return Ok();
+  HONE_TRY(f.CheckKeys({"min_pairs", "max_pairs", "pair_step", "confidence", "min_gain", "screen", "screen_drop",
+                        "aa_pairs", "health_timeout"}));
+  HONE_ASSIGN_OR_RETURN(int64_t lo, f["min_pairs"].IntOr(3, 2, 100));
+  HONE_ASSIGN_OR_RETURN(int64_t hi, f["max_pairs"].IntOr(std::max<int64_t>(9, lo), lo, 200));
+  HONE_ASSIGN_OR_RETURN(int64_t step, f["pair_step"].IntOr(3, 1, 100));
+  m.min_pairs = static_cast<int>(lo);
+  m.max_pairs = static_cast<int>(hi);
+  m.pair_step = static_cast<int>(step);
+  HONE_ASSIGN_OR_RETURN(m.confidence, f["confidence"].DoubleOr(0.95, 0.5, 0.999));
+  HONE_ASSIGN_OR_RETURN(m.min_gain, f["min_gain"].DoubleOr(0.01, 0, 1));
+  HONE_ASSIGN_OR_RETURN(m.screen, f["screen"].BoolOr(true));
+  HONE_ASSIGN_OR_RETURN(m.screen_drop, f["screen_drop"].DoubleOr(0.10, 0, 1));
+  HONE_ASSIGN_OR_RETURN(int64_t aa, f["aa_pairs"].IntOr(3, 1, 100));
+  m.aa_pairs = static_cast<int>(aa);
+  if (f["health_timeout"].defined()) {
+    HONE_ASSIGN_OR_RETURN(std::string text, f["health_timeout"].Str());
+    auto secs = ParseDurationSeconds(text);
+    if (!secs) return Fail(f["health_timeout"].Err(secs.error().message));
+    m.health_timeout_s = *secs;
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string& source,
+                                     const std::vector<std::string>& known_metrics) {
+  HONE_ASSIGN_OR_RETURN(Field root, Field::Parse(text, source));
+  HONE_TRY(root.RequireMap());
+  HONE_TRY(root.CheckKeys({"name", "output_dir", "target", "workload", "objective", "accuracy", "budget",
+                           "measurement", "kb", "search", "kernel", "agents"}));
+  SessionSpec s;
+  s.source = source;
+  HONE_ASSIGN_OR_RETURN(s.name, root["name"].StrOr("session"));
+  for (char c : s.name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return Fail(root["name"].Err("use letters, digits, '-', '_' and '.' only"));
+    }
+  }
+  HONE_ASSIGN_OR_RETURN(s.output_dir, root["output_dir"].StrOr(""));
+  HONE_TRY(ParseTarget(root["target"], s.target));
+  HONE_TRY(ParseWorkload(root["workload"], s.workload));
+  HONE_TRY(ParseObjective(root["objective"], s.objective, known_metrics));
+  HONE_TRY(ParseAccuracy(root["accuracy"], s.accuracy));
+  HONE_TRY(ParseBudget(root["budget"], s.budget));
+  HONE_TRY(ParseMeasurement(root["measurement"], s.measurement));
+  Field kb = root["kb"];
+  if (kb.defined()) {
+    HONE_TRY(kb.CheckKeys({"enabled", "path", "min_confidence", "reproduce_fraction"}));
+    HONE_ASSIGN_OR_RETURN(s.kb.enabled, kb["enabled"].BoolOr(true));
+    HONE_ASSIGN_OR_RETURN(s.kb.path, kb["path"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(s.kb.min_confidence, kb["min_confidence"].DoubleOr(0.5, 0, 1));
+    HONE_ASSIGN_OR_RETURN(s.kb.reproduce_fraction, kb["reproduce_fraction"].DoubleOr(0.5, 0, 1));
+  }
+  Field search = root["search"];
+  if (search.defined()) {
+    HONE_TRY(search.CheckKeys({"strategy", "knobs", "exclude", "seed"}));
+    HONE_ASSIGN_OR_RETURN(s.search.strategy, search["strategy"].StrOr("planner"));
+    if (s.search.strategy != "planner" && s.search.strategy != "random" && s.search.strategy != "grid") {
+      return Fail(search["strategy"].Err("must be planner, random or grid"));
+    }
+    HONE_ASSIGN_OR_RETURN(s.search.knobs, search["knobs"].StrList());
+    HONE_ASSIGN_OR_RETURN(s.search.exclude, search["exclude"].StrList());
+    HONE_ASSIGN_OR_RETURN(int64_t seed, search["seed"].IntOr(1, 0));
+    s.search.seed = static_cast<uint64_t>(seed);
+  }
+  Field kernel = root["kernel"];
+  if (kernel.defined()) {
+    HONE_TRY(kernel.CheckKeys({"backend"}));
+    HONE_ASSIGN_OR_RETURN(s.kernel.backend, kernel["backend"].StrList());
+  }
+  Field agents = root["agents"];
+  if (agents.defined()) {
+    HONE_TRY(agents.CheckKeys({"mode", "endpoint", "model", "api_key_env", "max_cost_usd", "max_tokens"}));
+    HONE_ASSIGN_OR_RETURN(s.agents.mode, agents["mode"].StrOr("none"));
+    HONE_ASSIGN_OR_RETURN(s.agents.endpoint, agents["endpoint"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(s.agents.model, agents["model"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(s.agents.api_key_env, agents["api_key_env"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(s.agents.max_cost_usd, agents["max_cost_usd"].DoubleOr(0, 0, 1e6));
+    HONE_ASSIGN_OR_RETURN(int64_t mt, agents["max_tokens"].IntOr(0, 0));
+    s.agents.max_tokens = static_cast<int>(mt);
+  }
+  return s;
+}
+
+Result<SessionSpec> LoadSessionSpec(const std::string& path, const std::vector<std::string>& known_metrics) {
+  std::ifstream in(path);
+  if (!in) return Fail(Error{ErrorCode::kNotFound, path + ": cannot open file", {{"path", path}}});
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseSessionSpec(ss.str(), path, known_metrics);
+}
+
+}  // namespace hone::spec

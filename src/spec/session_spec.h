@@ -1,0 +1,153 @@
+// SessionSpec: what one optimization session is asked to do, parsed from YAML.
+//
+// The file names the target (serving adapter, model, fixed server arguments, the
+// stock configuration), the workload (one operating point plus a sweep grid), the
+// objective with optional SLO constraints, the accuracy gate, the budget, the
+// measurement protocol, the knowledge base and the agents. Every field has a
+// documented default (docs/session-spec.md); every error names the file, line,
+// column and field. Plain value types, no I/O after loading.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "core/error.h"
+
+namespace hone::spec {
+
+struct ModelRef {
+  std::string path;      // a model file, or empty when synthesized
+  std::string preset;    // synthesize this preset (tiny, small, ...)
+  uint64_t seed = 42;
+  std::string Describe() const { return path.empty() ? "synth:" + preset + ":s" + std::to_string(seed) : path; }
+};
+
+struct TargetSpec {
+  std::string adapter = "llama.cpp";      // llama.cpp | vllm | sglang | command
+  ModelRef model;
+  std::vector<std::string> server_args;   // fixed, never searched
+  Config base_config;                     // the stock configuration (usually empty)
+  std::vector<std::string> command;       // adapter "command": argv with {port} {model} {host}
+  std::string health_path = "/health";
+  std::string hardware;                   // override the detected hardware name
+  int num_gpus = 0;                       // 0 = CPU
+};
+
+struct SloConstraint {
+  std::string metric;   // a bench metric name (p90_intvty, p99_ttft_ms, ...)
+  bool at_least = true; // ">=" (true) or "<=" (false)
+  double value = 0;
+  std::string ToString() const;
+};
+
+struct ObjectiveSpec {
+  std::string metric = "total_tps_per_gpu";
+  bool maximize = true;
+  std::vector<SloConstraint> slos;
+};
+
+struct WorkloadSpec {
+  std::string kind = "fixed";  // fixed | agentic
+  std::string endpoint = "completions";
+  int64_t isl = 128;
+  int64_t osl = 32;
+  double range_ratio = 0;
+  std::string range_semantics = "vllm";
+  int concurrency = 2;
+  int num_prompts = 16;
+  int warmups = 2;
+  std::string load = "closed";
+  uint64_t seed = 42;
+  // agentic
+  std::string trace;              // a trace file; empty: generate
+  std::string trace_preset = "cpu";
+  int trace_sessions = 8;
+  double duration_s = 30;
+  double think_scale = 1.0;
+  // sweep grid (re-measured in the Sweep phase)
+  std::vector<int> sweep_concurrency;
+  std::vector<std::pair<int64_t, int64_t>> sweep_isl_osl;
+};
+
+struct AccuracySpec {
+  bool enabled = true;
+  int probes = 8;
+  int probe_tokens = 16;
+  double min_token_agreement = 0.90;  // teacher-forced greedy top-1 agreement with the baseline
+  bool kld = true;                    // llama.cpp: KL divergence via llama-perplexity
+  double max_kld = 0.01;
+};
+
+struct BudgetSpec {
+  double wall_s = 600;
+  int max_trials = 0;   // 0 = no limit
+  int max_cycles = 3;
+};
+
+struct MeasurementSpec {
+  int min_pairs = 3;
+  int max_pairs = 9;
+  int pair_step = 3;        // pairs added per look while inconclusive
+  double confidence = 0.95;
+  double min_gain = 0.01;   // smallest relative gain worth keeping
+  bool screen = true;       // one unpaired screening trial drops clear losers early
+  double screen_drop = 0.10;
+  int aa_pairs = 3;
+  double health_timeout_s = 180;
+};
+
+struct KbSpec {
+  bool enabled = true;
+  std::string path;         // default <cache>/kb.sqlite
+  double min_confidence = 0.5;
+  double reproduce_fraction = 0.5;
+};
+
+struct SearchSpec {
+  std::string strategy = "planner";  // planner | random | grid
+  std::vector<std::string> knobs;    // restrict the search to these (empty = catalog)
+  std::vector<std::string> exclude;
+  uint64_t seed = 1;
+};
+
+struct KernelSpec {
+  std::vector<std::string> backend;  // a backend command; empty = phase skipped
+};
+
+struct AgentsSpec {
+  std::string mode = "none";
+  std::string endpoint;
+  std::string model;
+  std::string api_key_env;
+  double max_cost_usd = 0;
+  int max_tokens = 0;
+};
+
+struct SessionSpec {
+  std::string source;  // the spec file
+  std::string name = "session";
+  std::string output_dir;  // default ./hone-runs/<name>-<time>
+  TargetSpec target;
+  WorkloadSpec workload;
+  ObjectiveSpec objective;
+  AccuracySpec accuracy;
+  BudgetSpec budget;
+  MeasurementSpec measurement;
+  KbSpec kb;
+  SearchSpec search;
+  KernelSpec kernel;
+  AgentsSpec agents;
+};
+
+// `known_metrics` are the bench metric names objective/SLO fields may use.
+Result<SessionSpec> LoadSessionSpec(const std::string& path, const std::vector<std::string>& known_metrics);
+Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string& source,
+                                     const std::vector<std::string>& known_metrics);
+
+// "90s", "10m", "1.5h", "600" -> seconds.
+Result<double> ParseDurationSeconds(const std::string& text);
+
+}  // namespace hone::spec

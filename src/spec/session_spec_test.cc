@@ -1,0 +1,98 @@
+#include "spec/session_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "testing/test_util.h"
+
+namespace hone::spec {
+namespace {
+
+const std::vector<std::string> kMetrics = {"total_tps_per_gpu", "output_tps", "p90_intvty", "p99_ttft_ms"};
+
+TEST(SessionSpecTest, FullSpecParses) {
+  auto s = ParseSessionSpec(R"(
+name: demo-1
+target:
+  adapter: llama.cpp
+  model: {preset: small, seed: 7}
+  server_args: [--ctx-size, "4096"]
+  base_config: {parallel: "2"}
+workload:
+  isl: 64
+  osl: 16
+  concurrency: 2
+  num_prompts: 12
+  sweep:
+    concurrency: [1, 4]
+    isl_osl: [[128, 32], [512, 16]]
+objective:
+  metric: output_tps
+  slo: ["p90_intvty >= 5", "p99_ttft_ms <= 2000"]
+accuracy: {min_token_agreement: 0.8, max_kld: 0.02}
+budget: {wall: 8m, max_trials: 40}
+measurement: {min_pairs: 3, max_pairs: 5}
+search: {strategy: random, exclude: [weights]}
+)", "demo.yaml", kMetrics);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->name, "demo-1");
+  EXPECT_EQ(s->target.model.preset, "small");
+  EXPECT_EQ(s->target.model.seed, 7u);
+  EXPECT_EQ(s->target.server_args, (std::vector<std::string>{"--ctx-size", "4096"}));
+  EXPECT_EQ(s->target.base_config.ToString(), "parallel=2");
+  EXPECT_EQ(s->workload.isl, 64);
+  EXPECT_EQ(s->workload.sweep_concurrency, (std::vector<int>{1, 4}));
+  EXPECT_EQ(s->workload.sweep_isl_osl[1], (std::pair<int64_t, int64_t>{512, 16}));
+  EXPECT_EQ(s->objective.metric, "output_tps");
+  ASSERT_EQ(s->objective.slos.size(), 2u);
+  EXPECT_EQ(s->objective.slos[0].ToString(), "p90_intvty >= 5");
+  EXPECT_FALSE(s->objective.slos[1].at_least);
+  EXPECT_EQ(s->budget.wall_s, 480);
+  EXPECT_EQ(s->budget.max_trials, 40);
+  EXPECT_EQ(s->measurement.max_pairs, 5);
+  EXPECT_EQ(s->search.strategy, "random");
+  EXPECT_DOUBLE_EQ(s->accuracy.max_kld, 0.02);
+}
+
+TEST(SessionSpecTest, MinimalSpecUsesDefaults) {
+  auto s = ParseSessionSpec("target: {model: /m.gguf}\n", "m.yaml", kMetrics);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->target.adapter, "llama.cpp");
+  EXPECT_EQ(s->target.model.path, "/m.gguf");
+  EXPECT_EQ(s->objective.metric, "total_tps_per_gpu");
+  EXPECT_EQ(s->workload.kind, "fixed");
+  EXPECT_EQ(s->budget.wall_s, 600);
+  EXPECT_TRUE(s->accuracy.enabled);
+}
+
+TEST(SessionSpecTest, ErrorsNameFileLineAndField) {
+  struct Case {
+    const char* text;
+    const char* error;
+  } cases[] = {
+      {"target: {model: /m}\nworkload:\n  concurrency: 0\n", "s.yaml:3:16: workload.concurrency: must be >= 1 (got 0)"},
+      {"target: {adapter: tgi, model: /m}\n", "s.yaml:1:19: target.adapter: unknown adapter 'tgi'"},
+      {"target: {model: /m}\nobjective: {metric: speed}\n", "s.yaml:2:21: objective.metric: unknown metric 'speed'"},
+      {"target: {model: /m}\nbudget: {wall: soon}\n", "s.yaml:2:16: budget.wall: not a duration: 'soon'"},
+      {"target: {model: /m}\nworkloads: {}\n", "s.yaml:2:12: workloads: unknown field"},
+      {"workload: {}\n", "s.yaml:1:1: target: required section is missing"},
+      {"target: {model: {path: /m, preset: tiny}}\n", "s.yaml:1:17: target.model: give exactly one of path or preset"},
+      {"target: {model: /m}\nobjective: {slo: [\"p90_intvty > 3\"]}\n", "expected 'metric >= value'"},
+  };
+  for (const Case& c : cases) {
+    auto s = ParseSessionSpec(c.text, "s.yaml", kMetrics);
+    ASSERT_FALSE(s) << c.text;
+    EXPECT_NE(s.error().message.find(c.error), std::string::npos) << s.error().message;
+  }
+}
+
+TEST(SessionSpecTest, Durations) {
+  EXPECT_EQ(*ParseDurationSeconds("90s"), 90);
+  EXPECT_EQ(*ParseDurationSeconds("10m"), 600);
+  EXPECT_EQ(*ParseDurationSeconds("1.5h"), 5400);
+  EXPECT_EQ(*ParseDurationSeconds("42"), 42);
+  EXPECT_FALSE(ParseDurationSeconds("-3m"));
+  EXPECT_FALSE(ParseDurationSeconds("x"));
+}
+
+}  // namespace
+}  // namespace hone::spec
