@@ -26,6 +26,11 @@ class Field {
   static Result<Field> LoadFile(const std::string& path);
   static Result<Field> Parse(const std::string& text, const std::string& source_name);
 
+  Field(const Field&) = default;
+  // Assignment is deleted: yaml-cpp nodes assign *through* to the parsed document,
+  // which would silently rewrite it.
+  Field& operator=(const Field&) = delete;
+
   bool defined() const { return node_.IsDefined() && !node_.IsNull(); }
   bool is_map() const { return node_.IsMap(); }
   bool is_seq() const { return node_.IsSequence(); }

@@ -54,14 +54,15 @@ Result<std::vector<FailureRule>> LoadFailureRules(const std::string& path, const
 }
 
 Classification Classify(const std::vector<FailureRule>& rules, std::string_view log, int exit_code, int signal) {
+  // Rules are tried in priority order (data/failures.yaml orders them so that a
+  // specific cause beats a generic one: a context failure also ends in "model loading
+  // error"); within a rule the latest matching line is the excerpt.
   auto lines = Split(log, '\n');
   for (const FailureRule& rule : rules) {
-    for (const std::string& line : lines) {
-      std::string lower = ToLower(line);
+    for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
+      std::string lower = ToLower(*line);
       for (const std::string& p : rule.patterns) {
-        if (Contains(lower, p)) {
-          return Classification{rule.kind, rule.hint, std::string(Trim(line))};
-        }
+        if (Contains(lower, p)) return Classification{rule.kind, rule.hint, std::string(Trim(*line))};
       }
     }
   }

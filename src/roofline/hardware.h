@@ -1,0 +1,69 @@
+// Hardware: the ceilings of one device (a GPU, or a whole CPU machine) that the
+// roofline analysis divides by: peak arithmetic rate per dtype, memory bandwidth and
+// memory capacity.
+//
+// Devices come from a data file (data/hardware.yaml), never from code. Each has
+// datasheet peaks and optionally measured ones; the effective ceiling is the measured
+// value where there is one (a sustained copy never reaches the datasheet bandwidth),
+// else the datasheet value. Values are immutable after loading; a HardwareTable and
+// its Hardware entries are plain values, safe to share between threads.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace hone::spec {
+class Field;
+}  // namespace hone::spec
+
+namespace hone::roofline {
+
+enum class DeviceKind { kGpu, kCpu };
+
+// Arithmetic dtypes a device has a peak rate for ("bf16", "fp8", "int8", ...).
+// Lookups normalize common spellings ("bfloat16" -> "bf16", "float16" -> "fp16").
+std::string NormalizeDtype(std::string_view dtype);
+
+struct Hardware {
+  std::string id;    // "h200"
+  std::string name;  // "NVIDIA H200 SXM 141GB"
+  std::vector<std::string> aliases;
+  DeviceKind kind = DeviceKind::kGpu;
+  std::map<std::string, double> peak_flops;           // datasheet, FLOP/s per dtype
+  double memory_bw_bytes_per_s = 0;                   // datasheet
+  double memory_bytes = 0;
+  double interconnect_bytes_per_s = 0;                // 0 when unknown
+  std::map<std::string, double> measured_peak_flops;  // measured, FLOP/s per dtype
+  std::optional<double> measured_memory_bw_bytes_per_s;
+  std::string measured_source;                        // how the measured values were taken
+
+  // Effective ceilings: measured where known, else datasheet. The dtype falls back
+  // to the nearest one the device lists (fp8 -> fp16 on a device without fp8, since
+  // such weights are upcast); nullopt when the device lists no usable rate.
+  std::optional<double> FlopsPerSecond(std::string_view dtype) const;
+  double MemoryBandwidth() const {
+    return measured_memory_bw_bytes_per_s.value_or(memory_bw_bytes_per_s);
+  }
+  bool HasMeasured() const { return measured_memory_bw_bytes_per_s || !measured_peak_flops.empty(); }
+};
+
+class HardwareTable {
+ public:
+  // Parses data/hardware.yaml; every error names file:line:col.
+  static Result<HardwareTable> Load(const std::string& path);
+  static Result<HardwareTable> Parse(const std::string& text, const std::string& source_name);
+
+  // By id or alias, case-insensitively; kNotFound lists the known ids.
+  Result<Hardware> Find(std::string_view id_or_alias) const;
+  const std::vector<Hardware>& devices() const { return devices_; }
+
+ private:
+  static Result<HardwareTable> FromRoot(const spec::Field& root);
+  std::vector<Hardware> devices_;
+};
+
+}  // namespace hone::roofline
