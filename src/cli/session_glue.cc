@@ -9,6 +9,7 @@
 #include "model/gguf.h"
 #include "model/synth.h"
 #include "report/report.h"
+#include "roofline/roofline.h"
 #include "search/catalog_proposer.h"
 #include "spec/yaml.h"
 #include "sys/clock.h"
@@ -283,6 +284,45 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   svc.progress = [start = sys::DefaultClock().MonoSeconds()](const std::string& line) {
     std::fprintf(stderr, "hone [%6.0fs] %s\n", sys::DefaultClock().MonoSeconds() - start, line.c_str());
   };
+  // Roofline: this machine's entry in data/hardware.yaml and the model's shape.
+  auto table = roofline::HardwareTable::Load(ctx.data_dir + "/data/hardware.yaml");
+  auto model_spec = roofline::ModelSpecFromGguf(w->model_path);
+  if (table && model_spec) {
+    std::vector<std::string> names = {spec.target.hardware, w->machine.gpus.empty() ? "" : w->machine.gpus[0],
+                                      w->machine.cpu_model, w->machine.Slug()};
+    std::string cpu = ToLower(w->machine.cpu_model);
+    if (Contains(cpu, "epyc") && w->machine.cpus <= 2) names.push_back("epyc-zen3-2vcpu");
+    if (Contains(cpu, "xeon") && w->machine.cpus <= 2) names.push_back("xeon-emr-2vcpu");
+    std::optional<roofline::Hardware> hw;
+    for (const std::string& n : names) {
+      if (n.empty()) continue;
+      if (auto h = table->Find(n)) {
+        hw = *h;
+        break;
+      }
+    }
+    if (hw) {
+      roofline::ModelSpec ms = *model_spec;
+      const spec::WorkloadSpec& wl = spec.workload;
+      int gpus = std::max(1, spec.target.num_gpus);
+      svc.roofline = [hw = *hw, ms, wl, gpus](const Config& config, double total_tps,
+                                               double output_tps) -> Result<session::RooflineNote> {
+        roofline::OperatingPoint p;
+        p.concurrency = wl.concurrency;
+        p.isl = wl.isl;
+        p.osl = wl.osl;
+        p.num_devices = gpus;
+        if (auto wt = config.Get("weights")) p.weight_dtype = *wt;
+        if (auto kv = config.Get("cache_type_k")) p.kv_dtype = *kv;
+        HONE_ASSIGN_OR_RETURN(roofline::Bounds b, roofline::Analyze(hw, ms, p));
+        roofline::Measured m;
+        m.total_tok_s = total_tps;
+        m.output_tok_s = output_tps;
+        HONE_ASSIGN_OR_RETURN(roofline::Headroom h, roofline::Classify(b, m));
+        return session::RooflineNote{hw.id + ": " + h.summary, h.ratio, h.saturated};
+      };
+    }
+  }
   svc.cpus = w->machine.cpus;
   svc.gpu = spec.target.num_gpus > 0;
   return w;

@@ -409,6 +409,10 @@ Status Coordinator::Prelude() {
       state_.aa_trials.push_back(o.id);
       state_.aa_values.push_back(o.objective);
     }
+    // Running means of the stock trials' throughput (for the roofline).
+    double n = static_cast<double>(state_.baseline_trials.size() + state_.aa_trials.size());
+    state_.baseline_total_tps += (o.result.total_tps - state_.baseline_total_tps) / n;
+    state_.baseline_output_tps += (o.result.output_tps - state_.baseline_output_tps) / n;
     HONE_TRY(Save());
   }
   // A noisy machine gets up to two more A/A pairs before the floor is fixed.
@@ -455,6 +459,13 @@ Status Coordinator::Prelude() {
   if (state_.baseline_values.empty()) {
     EndPhase("failed", "no baseline");
     return Ok();
+  }
+  if (services_.roofline && state_.roofline.empty()) {
+    auto note = services_.roofline(state_.stock, state_.baseline_total_tps, state_.baseline_output_tps);
+    state_.roofline = note ? "stock: " + note->summary : "unavailable: " + note.error().message;
+    if (note) state_.roofline_saturated = note->saturated;
+    Event("roofline", {{"summary", state_.roofline}});
+    Progress("roofline " + state_.roofline);
   }
   if (spec_.accuracy.enabled) {
     auto acc = services_.executor->PrepareAccuracy(state_.stock);
@@ -643,6 +654,7 @@ Status Coordinator::CloseSession() {
   if (!(state_.best == state_.stock) && !state_.validated && !state_.interrupted && !state_.baseline_values.empty()) {
     std::vector<double> a, b;
     std::vector<std::string> trials;
+    double best_total = 0, best_output = 0;
     bool ok = true;
     for (int i = 0; i < spec_.measurement.min_pairs; ++i) {
       if (Left() < 2 * EstTrial() + 5.0 || sys::InterruptRequested()) {
@@ -665,6 +677,8 @@ Status Coordinator::CloseSession() {
       }
       a.push_back(ta->objective);
       b.push_back(tb->objective);
+      best_total += tb->result.total_tps;
+      best_output += tb->result.output_tps;
       trials.push_back(ta->id);
       trials.push_back(tb->id);
     }
@@ -682,6 +696,11 @@ Status Coordinator::CloseSession() {
       state_.validation_verdict = std::string(measure::VerdictName(r.verdict));
       Progress("validated end to end: " + Fmt("%+.1f%%", r.gain * 100) + " [" + Fmt("%.3f", r.ratio.lo) + ", " +
                Fmt("%.3f", r.ratio.hi) + "] " + state_.validation_verdict);
+      if (services_.roofline) {
+        double n = static_cast<double>(b.size());
+        auto note = services_.roofline(state_.best, best_total / n, best_output / n);
+        if (note) state_.roofline += (state_.roofline.empty() ? "" : "; ") + std::string("best: ") + note->summary;
+      }
       if (spec_.accuracy.enabled && state_.close_accuracy.empty()) {
         auto acc = services_.executor->CheckAccuracy(state_.best, "close");
         if (acc) state_.close_accuracy = (acc->passed ? "pass: " : "FAIL: ") + acc->detail;
@@ -745,7 +764,7 @@ Result<SessionState> Coordinator::Run() {
       // Cycle or close: only while budget, gains and cycles remain.
       bool gained = keeps_this_cycle_ > 0;
       bool budget = CanAfford(1 + 2 * spec_.measurement.min_pairs);
-      if (state_.cycle < spec_.budget.max_cycles && gained && budget && !Stopping()) {
+      if (state_.cycle < spec_.budget.max_cycles && gained && budget && !Stopping() && !state_.roofline_saturated) {
         ++state_.cycle;
         state_.phase = "framework";
         Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
@@ -753,6 +772,7 @@ Result<SessionState> Coordinator::Run() {
         state_.stop_reason = Stopping()                              ? (sys::InterruptRequested() ? "interrupted" : "trial limit")
                              : !budget                               ? "budget"
                              : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
+                             : state_.roofline_saturated              ? "at the roofline: no headroom left"
                                                                       : "converged: the last cycle found no gain";
         state_.phase = "close";
       }

@@ -64,6 +64,13 @@ class Closer {
   virtual Status Close(SessionState& state) = 0;
 };
 
+// What the roofline analysis says about a measured configuration.
+struct RooflineNote {
+  std::string summary;     // one line: bound, measured/bound, bound class
+  double ratio = 0;        // measured / bound
+  bool saturated = false;  // at the ceiling: another cycle cannot help
+};
+
 struct SessionServices {
   measure::TrialExecutor* executor = nullptr;
   search::Proposer* proposer = nullptr;
@@ -76,6 +83,8 @@ struct SessionServices {
   // Enablement ladder: configuration changes to try for a launch failure kind.
   std::function<std::vector<Config>(const std::string& failure_kind)> enablement;
   std::function<void(const std::string& line)> progress;
+  // Roofline analysis of a configuration's measured throughput (optional).
+  std::function<Result<RooflineNote>(const Config& config, double total_tps, double output_tps)> roofline;
   int cpus = 1;
   bool gpu = false;
 };

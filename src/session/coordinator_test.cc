@@ -148,6 +148,29 @@ TEST_F(CoordinatorTest, CycleCeilingStopsTheLoop) {
   EXPECT_EQ(s.best.ToString(), "a=1 b=1");
 }
 
+TEST_F(CoordinatorTest, RooflineSaturationEndsCycling) {
+  exec_.factors = {{"a=1", 1.3}};
+  ListProposer p({"a=1"});
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  int calls = 0;
+  svc.roofline = [&](const Config&, double total, double) -> Result<RooflineNote> {
+    ++calls;
+    return RooflineNote{"bound 100 tok/s, measured " + std::to_string(static_cast<int>(total)), 0.97, true};
+  };
+  spec::SessionSpec spec = Spec();
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  auto s = c.Run();
+  ASSERT_OK(s);
+  EXPECT_EQ(s->stop_reason, "at the roofline: no headroom left");
+  EXPECT_EQ(s->cycle, 1);
+  EXPECT_EQ(calls, 2);  // the stock baseline, and the validated best at close
+  EXPECT_NE(s->roofline.find("stock: bound 100 tok/s"), std::string::npos) << s->roofline;
+  EXPECT_NE(s->roofline.find("; best: "), std::string::npos) << s->roofline;
+}
+
 TEST_F(CoordinatorTest, TrialLimitStops) {
   ListProposer p({"a=1", "b=1", "c=1", "d=1"});
   spec::SessionSpec spec = Spec();

@@ -153,6 +153,9 @@ std::string StateToJson(const SessionState& s) {
             {"warm_replay", s.warm_replay},
             {"kb_result", s.kb_result},
             {"roofline", s.roofline},
+            {"roofline_saturated", s.roofline_saturated},
+            {"baseline_total_tps", s.baseline_total_tps},
+            {"baseline_output_tps", s.baseline_output_tps},
             {"search_state", s.search_state},
             {"next_trial", s.next_trial},
             {"next_candidate", s.next_candidate},
@@ -223,6 +226,9 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.warm_replay = j.value("warm_replay", "");
     s.kb_result = j.value("kb_result", "");
     s.roofline = j.value("roofline", "");
+    s.roofline_saturated = j.value("roofline_saturated", false);
+    s.baseline_total_tps = j.value("baseline_total_tps", 0.0);
+    s.baseline_output_tps = j.value("baseline_output_tps", 0.0);
     s.search_state = j.value("search_state", "");
     s.next_trial = j.value("next_trial", 1);
     s.next_candidate = j.value("next_candidate", 1);
