@@ -45,10 +45,11 @@ kb::Workload SessionWorkload(const spec::SessionSpec& spec) {
 
 namespace {
 
-std::string LaunchCommand(const SessionWiring& w, const Config& config) {
+std::string LaunchCommand(const SessionWiring& w, const Config& config, const std::string& binary) {
   Config c = config;
   auto model = w.models->Resolve(c);
-  target::LaunchContext lc{.server_binary = w.engine.server, .model_path = model ? *model : w.model_path, .port = 8080,
+  target::LaunchContext lc{.server_binary = binary.empty() ? w.engine.server : binary,
+                           .model_path = model ? *model : w.model_path, .port = 8080,
                            .extra_args = w.spec.target.server_args};
   auto spec = w.adapter->BuildLaunch(c, lc);
   return spec ? spec->ShellCommand() : "(cannot render: " + spec.error().message + ")";
@@ -99,8 +100,8 @@ class ReportCloser final : public session::Closer {
     in.state = &s;
     in.spec = &w_.spec;
     in.trials = report::LoadTrials(s.run_dir);
-    in.best_command = LaunchCommand(w_, s.best);
-    in.stock_command = LaunchCommand(w_, s.stock);
+    in.best_command = LaunchCommand(w_, s.best, s.server_binary);
+    in.stock_command = LaunchCommand(w_, s.stock, "");
     in.hardware = w_.spec.target.hardware.empty() ? w_.machine.Slug() : w_.spec.target.hardware;
     in.framework_version = w_.engine.version;
     in.model = w_.model_name;
@@ -110,8 +111,8 @@ class ReportCloser final : public session::Closer {
 
  private:
   void Admit(session::SessionState& s) {
-    if (s.best == s.stock || !s.validated) {
-      s.kb_result = s.best == s.stock ? "nothing to record: the stock configuration won"
+    if (s.BestIsStock() || !s.validated) {
+      s.kb_result = s.BestIsStock() ? "nothing to record: the stock configuration won"
                                       : "not recorded: the best configuration was not re-validated at close";
       return;
     }
@@ -260,6 +261,18 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
     }
   }
   if (w->kb) w->warm = std::make_unique<KbWarmStart>(*w);
+  if (!spec.patches.empty()) {
+    HONE_ASSIGN_OR_RETURN(target::LlamaCppSource source, target::LoadLlamaCppSource(ctx.data_dir + "/data/llama.cpp.yaml"));
+    std::vector<std::string> args = source.cmake_args;
+    args.insert(args.end(), source.cpu_cmake_args.begin(), source.cpu_cmake_args.end());
+    session::PatchLaneOptions po;
+    po.diff_files = spec.patches;
+    po.repo = w->engine.src_dir.string();
+    po.run_dir = run_dir;
+    po.rules_path = ctx.data_dir + "/data/policy/rules.yaml";
+    po.recipe = patch::CMakeRecipe("llama.cpp llama-server", args, {"llama-server"}, {"bin/llama-server"});
+    HONE_ASSIGN_OR_RETURN(w->patches, session::ExecutorPatchLane::Create(po));
+  }
   w->closer = std::make_unique<ReportCloser>(*w);
   session::SessionServices& svc = w->services;
   svc.executor = w->executor.get();
@@ -267,6 +280,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   svc.clock = &sys::DefaultClock();
   svc.warm_start = w->warm.get();
   svc.closer = w->closer.get();
+  svc.patches = w->patches.get();
   const target::KnobCatalog* catalog = &w->adapter->catalog();
   svc.risky = [catalog](const Config& delta) {
     for (const auto& [k, v] : delta.values()) {

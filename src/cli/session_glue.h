@@ -15,6 +15,7 @@
 #include "measure/server_executor.h"
 #include "search/proposer.h"
 #include "session/coordinator.h"
+#include "session/patch_lane.h"
 #include "spec/session_spec.h"
 #include "sys/machine.h"
 #include "target/llamacpp.h"
@@ -36,6 +37,7 @@ struct SessionWiring {
   std::unique_ptr<kb::RecipeStore> kb;
   std::unique_ptr<session::WarmStart> warm;
   std::unique_ptr<session::Closer> closer;
+  std::unique_ptr<session::PatchLane> patches;
   session::SessionServices services;
 };
 

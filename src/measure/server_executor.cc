@@ -54,8 +54,8 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
     return finish();
   }
   const spec::SessionSpec& spec = s_.spec;
-  target::LaunchContext lc{.server_binary = s_.server_binary, .model_path = *model,
-                           .extra_args = spec.target.server_args};
+  target::LaunchContext lc{.server_binary = req.server_binary.empty() ? s_.server_binary : req.server_binary,
+                           .model_path = *model, .extra_args = spec.target.server_args};
   auto server = target::StartServer(
       *s_.adapter, req.config, lc,
       {.log_path = (fs::path(o.dir) / "server.log").string(),
@@ -259,13 +259,16 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
   return Ok();
 }
 
-Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config, const std::string& label) {
+Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config, const std::string& label,
+                                                           const std::string& server_binary) {
   const spec::AccuracySpec& a = s_.spec.accuracy;
   AccuracyOutcome out;
   if (!a.enabled || probes_.empty()) return out;
-  if (auto it = accuracy_cache_.find(config.Hash()); it != accuracy_cache_.end()) return it->second;
+  // A patched binary is a different program: its own cache entry.
+  const std::string key = server_binary.empty() ? config.Hash() : config.Hash() + "-" + StableHash(server_binary).substr(0, 8);
+  if (auto it = accuracy_cache_.find(key); it != accuracy_cache_.end()) return it->second;
   fs::path dir = fs::path(s_.run_dir) / "accuracy";
-  fs::path cached = dir / (config.Hash() + ".json");
+  fs::path cached = dir / (key + ".json");
   if (sys::FileExists(cached)) {
     HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(cached));
     json j = json::parse(text, nullptr, false);
@@ -277,13 +280,13 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
       if (j.contains("kld_mean") && !j["kld_mean"].is_null()) out.kld_mean = j["kld_mean"].get<double>();
       if (j.contains("same_top") && !j["same_top"].is_null()) out.same_top = j["same_top"].get<double>();
       out.detail = j.value("detail", "");
-      accuracy_cache_[config.Hash()] = out;
+      accuracy_cache_[key] = out;
       return out;
     }
   }
   HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
-  target::LaunchContext lc{.server_binary = s_.server_binary, .model_path = model,
-                           .extra_args = s_.spec.target.server_args};
+  target::LaunchContext lc{.server_binary = server_binary.empty() ? s_.server_binary : server_binary,
+                           .model_path = model, .extra_args = s_.spec.target.server_args};
   HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, config, lc,
                                                          {.log_path = (dir / (label + "-server.log")).string()}));
   out.ran = true;
@@ -322,7 +325,7 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
             {"same_top", out.same_top ? json(*out.same_top) : json(nullptr)}, {"detail", out.detail},
             {"config", config.ToString()}};
   HONE_TRY(sys::WriteFileAtomic(cached, j.dump(2) + "\n"));
-  accuracy_cache_[config.Hash()] = out;
+  accuracy_cache_[key] = out;
   return out;
 }
 

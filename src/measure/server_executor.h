@@ -43,7 +43,8 @@ class ServerTrialExecutor final : public TrialExecutor {
   explicit ServerTrialExecutor(ExecutorSetup setup);
   Result<TrialOutcome> Run(const TrialRequest& request) override;
   Status PrepareAccuracy(const Config& stock) override;
-  Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label) override;
+  Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label,
+                                        const std::string& server_binary = "") override;
 
  private:
   struct Probe {

@@ -39,6 +39,7 @@ struct TrialRequest {
   std::string role;  // baseline | aa | candidate | screen | replay | sweep | validate
   Config config;     // the full configuration (stock merged with the candidate)
   OperatingPoint point;
+  std::string server_binary;  // a patched build to run instead of the provisioned one
 };
 
 struct TrialOutcome {
@@ -82,7 +83,8 @@ class TrialExecutor {
   // Captures the accuracy reference from the stock configuration (once per session).
   virtual Status PrepareAccuracy(const Config& stock) = 0;
   // Compares `config`'s outputs with the reference.
-  virtual Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label) = 0;
+  virtual Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label,
+                                                const std::string& server_binary = "") = 0;
 };
 
 // Objective value and SLO check of a result under a spec.

@@ -118,7 +118,7 @@ std::string RenderMarkdown(const ReportInput& in) {
            F("%.0f", spec.measurement.confidence * 100) + "% interval [" + F("%.3f", s.validated_lo) + ", " +
            F("%.3f", s.validated_hi) + "], verdict " + s.validation_verdict + ", " +
            std::to_string(spec.measurement.min_pairs) + " interleaved pairs).");
-    } else if (!(s.best == s.stock)) {
+    } else if (!s.BestIsStock()) {
       line("");
       line("**The best configuration was not re-validated at close** (" + s.validation_verdict +
            "): its gain below is from its own paired verdict only.");
@@ -142,7 +142,7 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("");
   line("## Best configuration");
   line("");
-  line("Knobs: `" + s.best.ToString() + "`");
+  line("Knobs: `" + s.best.ToString() + "`" + (s.server_binary.empty() ? "" : "; server build: `" + s.server_binary + "` (a kept source patch)"));
   line("");
   line("```sh");
   line(in.best_command.empty() ? "(stock)" : in.best_command);
@@ -167,12 +167,12 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("");
   line("## Kept without full validation");
   line("");
-  if (flagged.empty() && (s.validated || s.best == s.stock)) {
+  if (flagged.empty() && (s.validated || s.BestIsStock())) {
     line("Nothing: every kept change passed its paired verdict and the accuracy gate, and the final best was "
          "re-validated at close.");
   }
   for (const auto* c : flagged) line("- " + c->id + " `" + c->delta.ToString() + "`: kept without an accuracy check");
-  if (!s.validated && !(s.best == s.stock)) line("- the final configuration was not re-validated at close");
+  if (!s.validated && !s.BestIsStock()) line("- the final configuration was not re-validated at close");
   line("");
   line("## What failed and why");
   line("");

@@ -66,7 +66,7 @@ double Coordinator::EstTrial() const {
 
 double Coordinator::CloseReserve() const {
   // Final re-validation (min_pairs pairs), the report, and a 2% margin.
-  int pairs = state_.best == state_.stock ? 0 : spec_.measurement.min_pairs;
+  int pairs = state_.BestIsStock() ? 0 : spec_.measurement.min_pairs;
   return EstTrial() * 2 * pairs * 1.15 + 5.0 + 0.02 * spec_.budget.wall_s;
 }
 
@@ -126,9 +126,9 @@ void Coordinator::EndPhase(const std::string& status, const std::string& note) {
 }
 
 Result<measure::TrialOutcome> Coordinator::RunTrial(const std::string& role, const Config& config,
-                                                    const measure::OperatingPoint& p) {
+                                                    const measure::OperatingPoint& p, const std::string& server_binary) {
   if (sys::InterruptRequested()) return Cancelled("interrupted");
-  measure::TrialRequest req{NextTrialId(), role, config, p};
+  measure::TrialRequest req{NextTrialId(), role, config, p, server_binary};
   // Persist the id before the trial: a crash mid-trial never reuses it.
   HONE_TRY(Save());
   Event("trial_started", {{"trial", req.id}, {"role", role}, {"config", config.ToString()}, {"point", p.Label()}});
@@ -161,6 +161,8 @@ CandidateRecord& Coordinator::NewCandidate(const std::string& phase, const searc
   c.incumbent = incumbent;
   c.config = incumbent.Merged(idea.delta);
   c.predicted_gain = idea.expected_gain;
+  c.server_binary = state_.server_binary;
+  c.incumbent_binary = state_.server_binary;
   c.started_s = Now();
   state_.candidates.push_back(std::move(c));
   Event("candidate_started", {{"candidate", state_.candidates.back().id}, {"idea", idea.idea},
@@ -216,6 +218,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     Progress("  " + c.id + " " + c.verdict + ": " + c.reason);
     if (c.verdict == "KEEP") {
       state_.best = c.config;
+      state_.server_binary = c.server_binary;
       state_.best_trials = c.candidate_trials;
       state_.best_values = c.candidate_values;
       ++keeps_this_cycle_;
@@ -226,7 +229,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
   // Screening: one unpaired trial drops clear losers and launch failures cheaply.
   if (spec_.measurement.screen && c.screen_trial.empty() && c.candidate_values.empty()) {
     if (!CanAfford(1)) return finish("SKIPPED_BUDGET", "not enough budget left to measure it");
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial("screen", c.config, point));
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial("screen", c.config, point, c.server_binary));
     c.screen_trial = o.id;
     if (!o.launched) {
       c.failure_kind = o.failure_kind;
@@ -249,9 +252,11 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     HONE_TRY(Save());
   }
   // Accuracy first for changes that can alter outputs: a failure costs no pairs.
-  const bool risky = services_.risky && services_.risky(c.delta);
+  // A source patch is new code: always accuracy-checked before pairs.
+  const bool risky = !c.patch.empty() || (services_.risky && services_.risky(c.delta));
   if (risky && c.accuracy.empty() && spec_.accuracy.enabled) {
-    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id));
+    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a,
+                          services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
     c.accuracy = a.detail;
     c.accuracy_passed = a.passed;
     Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
@@ -275,7 +280,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
       }
       // An A whose B is missing (resumed after a crash) is reused.
       if (c.incumbent_values.size() == c.candidate_values.size()) {
-        HONE_ASSIGN_OR_RETURN(measure::TrialOutcome a, RunTrial("incumbent", c.incumbent, point));
+        HONE_ASSIGN_OR_RETURN(measure::TrialOutcome a, RunTrial("incumbent", c.incumbent, point, c.incumbent_binary));
         if (!a.launched || !a.valid) {
           return finish("INVALID", "the incumbent's trial " + a.id + " failed (" +
                                        (a.launched ? std::string("invalid run") : a.failure_kind) + ")");
@@ -284,7 +289,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
         c.incumbent_values.push_back(a.objective);
         HONE_TRY(Save());
       }
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("candidate", c.config, point));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("candidate", c.config, point, c.server_binary));
       if (!b.launched) {
         c.failure_kind = b.failure_kind;
         return finish("LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
@@ -309,7 +314,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     break;
   }
   if (c.verdict == "KEEP" && spec_.accuracy.enabled && c.accuracy.empty()) {
-    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id));
+    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
     c.accuracy = a.detail;
     c.accuracy_passed = a.passed;
     Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
@@ -501,10 +506,65 @@ Status Coordinator::Prelude() {
   return Ok();
 }
 
+Status Coordinator::TryPatches() {
+  if (!services_.patches) return Ok();
+  for (const PatchIdea& idea : services_.patches->Pending(state_)) {
+    if (Stopping() || !CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
+    search::Candidate cand{"patch:" + idea.id, idea.title, Config{}, "source patch " + idea.id, 0};
+    CandidateRecord& c = NewCandidate("framework", cand, state_.best);
+    c.patch = idea.id;
+    const std::string cid = c.id;
+    HONE_TRY(Save());
+    auto result = services_.patches->Try(idea, [&](const std::string& binary) -> Result<bool> {
+      CandidateRecord* rec = nullptr;
+      for (auto& r : state_.candidates) {
+        if (r.id == cid) rec = &r;
+      }
+      rec->server_binary = binary;
+      HONE_TRY(Evaluate(*rec));
+      return rec->verdict == "KEEP";
+    });
+    CandidateRecord* rec = nullptr;
+    for (auto& r : state_.candidates) {
+      if (r.id == cid) rec = &r;
+    }
+    if (!result) {
+      if (result.error().code == ErrorCode::kCancelled) return Fail(result.error());
+      if (rec->verdict == "PENDING") {
+        rec->verdict = "PATCH_FAILED";
+        rec->reason = result.error().message;
+      }
+    } else {
+      if (result->status == "kept" && rec->verdict == "KEEP") {
+        state_.server_binary = result->binary;  // the persistent copy, not the build dir
+        rec->server_binary = result->binary;
+      } else if (rec->verdict == "KEEP") {
+        rec->verdict = "REVERT";  // measured faster, but the executor did not commit it
+        rec->reason = "patch not committed: " + result->reason;
+        state_.best = rec->incumbent;
+        state_.server_binary = rec->incumbent_binary;
+      } else if (rec->verdict == "PENDING") {
+        rec->verdict = result->status == "build_failed" ? "BUILD_FAILED" : "PATCH_REJECTED";
+        rec->reason = result->reason + (result->stopped_by.empty() ? "" : " [" + result->stopped_by + "]");
+      }
+      rec->rationale += (result->diffstat.empty() ? "" : " (" + result->diffstat + ")");
+    }
+    rec->finished_s = Now();
+    Event("patch", {{"candidate", rec->id}, {"patch", idea.id}, {"verdict", rec->verdict}, {"reason", rec->reason}});
+    HONE_TRY(Save());
+  }
+  return Ok();
+}
+
 Status Coordinator::Framework() {
   StartPhase("framework");
   keeps_this_cycle_ = 0;
-  if (CandidateRecord* pending = state_.Pending()) HONE_TRY(Evaluate(*pending));
+  if (CandidateRecord* pending = state_.Pending(); pending && pending->patch.empty()) HONE_TRY(Evaluate(*pending));
+  if (CandidateRecord* pending = state_.Pending(); pending && !pending->patch.empty()) {
+    pending->verdict = "INCONCLUSIVE";  // interrupted mid-patch: its worktree was reset; not retried
+    pending->reason = "interrupted while the patch was being measured";
+  }
+  HONE_TRY(TryPatches());
   int misses = 0;
   const int plateau = 8;
   std::string note;
@@ -583,11 +643,11 @@ Status Coordinator::Sweep() {
     EndPhase("skipped", "no sweep grid in the spec (workload.sweep)");
     return Ok();
   }
-  if (state_.best == state_.stock) {
+  if (state_.BestIsStock()) {
     EndPhase("skipped", "best is the stock configuration: nothing to sweep");
     return Ok();
   }
-  if (state_.last_sweep_config == state_.best.Hash()) {
+  if (state_.last_sweep_config == state_.best.Hash() + state_.server_binary) {
     EndPhase("skipped", "nothing changed since the previous sweep");
     return Ok();
   }
@@ -606,8 +666,8 @@ Status Coordinator::Sweep() {
     double a_intvty = 0, b_intvty = 0, a_tps = 0, b_tps = 0;
     bool failed = false;
     for (int i = 0; i < spec_.measurement.min_pairs; ++i) {
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome ta, RunTrial("sweep", state_.stock, p));
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome tb, RunTrial("sweep", state_.best, p));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome ta, RunTrial("sweep", state_.stock, p, ""));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome tb, RunTrial("sweep", state_.best, p, state_.server_binary));
       if (!ta.valid || !tb.valid) {
         failed = true;
         rec.verdict = "INVALID";
@@ -641,7 +701,7 @@ Status Coordinator::Sweep() {
                           {"best", Fmt("%.5g", rec.best_objective)}});
     HONE_TRY(Save());
   }
-  state_.last_sweep_config = state_.best.Hash();
+  state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
   EndPhase("done", std::to_string(state_.sweep.size()) + " operating points");
   return Ok();
 }
@@ -651,7 +711,7 @@ Status Coordinator::CloseSession() {
   if (state_.stop_reason.empty()) state_.stop_reason = sys::InterruptRequested() ? "interrupted" : "completed";
   if (sys::InterruptRequested()) state_.interrupted = true;
   // Final end-to-end re-validation of the best configuration against the stock one.
-  if (!(state_.best == state_.stock) && !state_.validated && !state_.interrupted && !state_.baseline_values.empty()) {
+  if (!state_.BestIsStock() && !state_.validated && !state_.interrupted && !state_.baseline_values.empty()) {
     std::vector<double> a, b;
     std::vector<std::string> trials;
     double best_total = 0, best_output = 0;
@@ -661,7 +721,7 @@ Status Coordinator::CloseSession() {
         ok = false;
         break;
       }
-      auto ta = RunTrial("validate", state_.stock, Primary());
+      auto ta = RunTrial("validate", state_.stock, Primary(), "");
       if (!ta) {
         ok = false;
         break;
@@ -702,7 +762,7 @@ Status Coordinator::CloseSession() {
         if (note) state_.roofline += (state_.roofline.empty() ? "" : "; ") + std::string("best: ") + note->summary;
       }
       if (spec_.accuracy.enabled && state_.close_accuracy.empty()) {
-        auto acc = services_.executor->CheckAccuracy(state_.best, "close");
+        auto acc = services_.executor->CheckAccuracy(state_.best, "close", state_.server_binary);
         if (acc) state_.close_accuracy = (acc->passed ? "pass: " : "FAIL: ") + acc->detail;
       }
     } else {

@@ -57,6 +57,30 @@ class KernelLane {
   virtual Result<std::vector<search::Candidate>> Propose(const SessionState& state) = 0;
 };
 
+// Source patches (user-given diffs or backports): applied in an isolated worktree,
+// rebuilt, measured through the coordinator and committed or reverted (patch/).
+struct PatchIdea {
+  std::string id;
+  std::string title;
+};
+struct PatchResult {
+  std::string status;   // kept | reverted | rejected | build_failed | error
+  std::string reason;
+  std::string binary;   // when kept: a persistent copy of the patched server binary
+  std::string diffstat;
+  std::string stopped_by;  // the policy rule or check that stopped it
+  double build_seconds = 0;
+};
+class PatchLane {
+ public:
+  virtual ~PatchLane() = default;
+  virtual std::vector<PatchIdea> Pending(const SessionState& state) = 0;
+  // Applies and builds the patch, calls `measure` with the built binary (true = keep),
+  // and commits or reverts accordingly.
+  virtual Result<PatchResult> Try(const PatchIdea& idea,
+                                  const std::function<Result<bool>(const std::string& binary)>& measure) = 0;
+};
+
 // Writes the report, summary and knowledge-base recipe at close.
 class Closer {
  public:
@@ -77,6 +101,7 @@ struct SessionServices {
   sys::Clock* clock = nullptr;
   WarmStart* warm_start = nullptr;  // optional
   KernelLane* kernel = nullptr;     // optional
+  PatchLane* patches = nullptr;     // optional
   Closer* closer = nullptr;         // optional
   // Whether changing these knobs can change outputs (the catalog's accuracy risk).
   std::function<bool(const Config& delta)> risky;
@@ -115,7 +140,12 @@ class Coordinator {
   // Measures a candidate (screen, accuracy, pairs) and sets its verdict.
   Status Evaluate(CandidateRecord& c);
   Status Judge(CandidateRecord& c, bool final_look);
-  Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p);
+  Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p,
+                                         const std::string& server_binary);
+  Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p) {
+    return RunTrial(role, config, p, state_.server_binary);
+  }
+  Status TryPatches();
 
   CandidateRecord& NewCandidate(const std::string& phase, const search::Candidate& idea, const Config& incumbent);
   void Observe(const CandidateRecord& c);

@@ -171,6 +171,59 @@ TEST_F(CoordinatorTest, RooflineSaturationEndsCycling) {
   EXPECT_NE(s->roofline.find("; best: "), std::string::npos) << s->roofline;
 }
 
+class FakePatchLane final : public PatchLane {
+ public:
+  std::vector<PatchIdea> Pending(const SessionState& s) override {
+    std::vector<PatchIdea> out;
+    for (const auto& id : {"fast", "slow", "broken"}) {
+      bool tried = false;
+      for (const auto& c : s.candidates) tried = tried || c.patch == id;
+      if (!tried) out.push_back({id, std::string("patch ") + id});
+    }
+    return out;
+  }
+  Result<PatchResult> Try(const PatchIdea& idea, const std::function<Result<bool>(const std::string&)>& measure) override {
+    tried.push_back(idea.id);
+    if (idea.id == "broken") return PatchResult{"build_failed", "compile error in server.cpp", "", "1 file", "build.failed", 3};
+    HONE_ASSIGN_OR_RETURN(bool keep, measure("/builds/" + idea.id + "/llama-server"));
+    return PatchResult{keep ? "kept" : "reverted", keep ? "committed" : "reset", keep ? "/kept/" + idea.id : "",
+                       "1 file changed", "", 5};
+  }
+  std::vector<std::string> tried;
+};
+
+TEST_F(CoordinatorTest, PatchesAreMeasuredAndKeptOnlyWhenFaster) {
+  exec_.binary_factors = {{"/builds/fast/llama-server", 1.25}, {"/kept/fast", 1.25}, {"/builds/slow/llama-server", 1.25 * 0.97}};
+  ListProposer p({});
+  FakePatchLane lane;
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.patches = &lane;
+  spec::SessionSpec spec = Spec();
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  auto s = c.Run();
+  ASSERT_OK(s);
+  EXPECT_EQ(lane.tried, (std::vector<std::string>{"fast", "slow", "broken"}));
+  ASSERT_EQ(s->candidates.size(), 3u);
+  EXPECT_EQ(s->candidates[0].verdict, "KEEP");
+  EXPECT_FALSE(s->candidates[0].accuracy.empty());  // new code is always accuracy-checked
+  EXPECT_EQ(s->candidates[1].verdict, "REVERT");
+  EXPECT_EQ(s->candidates[1].incumbent_binary, "/kept/fast");  // measured against the kept patch
+  EXPECT_EQ(s->candidates[2].verdict, "BUILD_FAILED");
+  EXPECT_EQ(s->server_binary, "/kept/fast");
+  EXPECT_TRUE(s->validated);
+  EXPECT_NEAR(s->validated_gain, 0.25, 0.03);  // stock on the provisioned build vs best on the patch
+  // Validation ran the stock config on the provisioned binary and the best on the patch.
+  bool stock_on_provisioned = false, best_on_patch = false;
+  for (const auto& t : exec_.ran) {
+    if (t.role == "validate" && t.server_binary.empty()) stock_on_provisioned = true;
+    if (t.role == "validate" && t.server_binary == "/kept/fast") best_on_patch = true;
+  }
+  EXPECT_TRUE(stock_on_provisioned && best_on_patch);
+}
+
 TEST_F(CoordinatorTest, TrialLimitStops) {
   ListProposer p({"a=1", "b=1", "c=1", "d=1"});
   spec::SessionSpec spec = Spec();

@@ -71,6 +71,12 @@ class FakeExecutor final : public measure::TrialExecutor {
       auto it = factors.find(k + "=" + v);
       if (it != factors.end()) value *= it->second;
     }
+    if (auto it = binary_factors.find(req.server_binary); it != binary_factors.end()) {
+      value *= it->second;
+    } else if (!req.server_binary.empty()) {
+      // A stand-in "binary" whose content is its speed factor (patch tests).
+      if (auto text = sys::ReadFile(req.server_binary)) value *= ParseDouble(Trim(*text)).value_or(1.0);
+    }
     Rng rng(MixSeed(std::hash<std::string>{}(req.id), 99));
     o.objective = value * (1 + noise * rng.NextGaussian());
     o.result.total_tps = o.objective;
@@ -79,7 +85,9 @@ class FakeExecutor final : public measure::TrialExecutor {
     return o;
   }
   Status PrepareAccuracy(const Config&) override { return Ok(); }
-  Result<measure::AccuracyOutcome> CheckAccuracy(const Config& config, const std::string&) override {
+  std::map<std::string, double> binary_factors;  // server_binary -> multiplier (patches)
+  Result<measure::AccuracyOutcome> CheckAccuracy(const Config& config, const std::string&,
+                                                 const std::string& = "") override {
     ++accuracy_checks;
     measure::AccuracyOutcome a;
     a.ran = true;

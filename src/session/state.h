@@ -42,6 +42,9 @@ struct CandidateRecord {
   std::string accuracy;     // accuracy gate detail ("" = not run)
   bool accuracy_passed = true;
   double predicted_gain = 0;  // a proposer's or agent's claim (never a result)
+  std::string patch;            // a source patch's id (its diff is under patches/)
+  std::string server_binary;    // the build the candidate runs ("" = provisioned)
+  std::string incumbent_binary; // the build the incumbent runs
   double started_s = 0, finished_s = 0;  // session time
 };
 
@@ -88,6 +91,7 @@ struct SessionState {
   std::vector<double> aa_values;
 
   Config best;
+  std::string server_binary;  // the build `best` runs on ("" = provisioned; set by a kept patch)
   std::vector<std::string> best_trials;  // the latest measurements of `best`
   std::vector<double> best_values;
 
@@ -117,6 +121,8 @@ struct SessionState {
   double trial_seconds_total = 0;
 
   CandidateRecord* Pending();  // the candidate still being measured, or nullptr
+  // True while nothing (no knob, no patch) has replaced the stock configuration.
+  bool BestIsStock() const { return best == stock && server_binary.empty(); }
 };
 
 std::string StateToJson(const SessionState& s);

@@ -53,6 +53,9 @@ json CandidateJson(const CandidateRecord& c) {
           {"accuracy", c.accuracy},
           {"accuracy_passed", c.accuracy_passed},
           {"predicted_gain", c.predicted_gain},
+          {"patch", c.patch},
+          {"server_binary", c.server_binary},
+          {"incumbent_binary", c.incumbent_binary},
           {"started_s", c.started_s},
           {"finished_s", c.finished_s}};
 }
@@ -83,6 +86,9 @@ CandidateRecord CandidateFrom(const json& j) {
   c.accuracy = j.value("accuracy", "");
   c.accuracy_passed = j.value("accuracy_passed", true);
   c.predicted_gain = j.value("predicted_gain", 0.0);
+  c.patch = j.value("patch", "");
+  c.server_binary = j.value("server_binary", "");
+  c.incumbent_binary = j.value("incumbent_binary", "");
   c.started_s = j.value("started_s", 0.0);
   c.finished_s = j.value("finished_s", 0.0);
   return c;
@@ -135,6 +141,7 @@ std::string StateToJson(const SessionState& s) {
             {"aa_trials", s.aa_trials},
             {"aa_values", s.aa_values},
             {"best", ConfigJson(s.best)},
+            {"server_binary", s.server_binary},
             {"best_trials", s.best_trials},
             {"best_values", s.best_values},
             {"candidates", cands},
@@ -189,6 +196,7 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.aa_trials = j.value("aa_trials", std::vector<std::string>{});
     s.aa_values = j.value("aa_values", std::vector<double>{});
     s.best = ConfigFrom(j["best"]);
+    s.server_binary = j.value("server_binary", "");
     s.best_trials = j.value("best_trials", std::vector<std::string>{});
     s.best_values = j.value("best_values", std::vector<double>{});
     for (const auto& c : j["candidates"]) s.candidates.push_back(CandidateFrom(c));

@@ -210,7 +210,7 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
   HONE_ASSIGN_OR_RETURN(Field root, Field::Parse(text, source));
   HONE_TRY(root.RequireMap());
   HONE_TRY(root.CheckKeys({"name", "output_dir", "target", "workload", "objective", "accuracy", "budget",
-                           "measurement", "kb", "search", "kernel", "agents"}));
+                           "measurement", "kb", "search", "kernel", "agents", "patches"}));
   SessionSpec s;
   s.source = source;
   HONE_ASSIGN_OR_RETURN(s.name, root["name"].StrOr("session"));
@@ -245,6 +245,12 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
     HONE_ASSIGN_OR_RETURN(s.search.exclude, search["exclude"].StrList());
     HONE_ASSIGN_OR_RETURN(int64_t seed, search["seed"].IntOr(1, 0));
     s.search.seed = static_cast<uint64_t>(seed);
+  }
+  HONE_ASSIGN_OR_RETURN(s.patches, root["patches"].StrList());
+  // Relative patch paths are relative to the spec file.
+  std::string base = source.find('/') == std::string::npos ? "" : source.substr(0, source.rfind('/') + 1);
+  for (std::string& p : s.patches) {
+    if (!p.empty() && p[0] != '/') p = base + p;
   }
   Field kernel = root["kernel"];
   if (kernel.defined()) {

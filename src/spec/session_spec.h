@@ -140,6 +140,7 @@ struct SessionSpec {
   SearchSpec search;
   KernelSpec kernel;
   AgentsSpec agents;
+  std::vector<std::string> patches;  // diff files (own changes or upstream backports) to try
 };
 
 // `known_metrics` are the bench metric names objective/SLO fields may use.

@@ -1,0 +1,109 @@
+#include "session/patch_lane.h"
+
+#include <filesystem>
+
+#include "core/strings.h"
+#include "patch/validate.h"
+#include "sys/files.h"
+
+namespace hone::session {
+
+namespace fs = std::filesystem;
+
+Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOptions options) {
+  for (const std::string& f : options.diff_files) {
+    if (!sys::FileExists(f)) return NotFound("patch file not found: " + f);
+  }
+  HONE_ASSIGN_OR_RETURN(auto gate, policy::Gate::Load(options.rules_path));
+  auto lane = std::unique_ptr<ExecutorPatchLane>(new ExecutorPatchLane(std::move(options), std::move(gate)));
+  patch::ExecutorOptions eo;
+  eo.repo = lane->options_.repo;
+  eo.work_root = fs::path(lane->options_.run_dir) / "patch";
+  eo.target = lane->options_.target;
+  eo.recipe = lane->options_.recipe;
+  eo.jobs = lane->options_.jobs;
+  eo.actor = "coordinator";
+  HONE_ASSIGN_OR_RETURN(lane->executor_, patch::PatchExecutor::Create(eo, *lane->gate_));
+  return lane;
+}
+
+std::string ExecutorPatchLane::IdFor(size_t index) const {
+  std::string stem = fs::path(options_.diff_files[index]).stem().string();
+  std::string id = "p" + std::to_string(index + 1) + "-";
+  for (char c : stem) id += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '-';
+  return id.substr(0, 60);
+}
+
+std::vector<PatchIdea> ExecutorPatchLane::Pending(const SessionState& state) {
+  std::vector<PatchIdea> out;
+  for (size_t i = 0; i < options_.diff_files.size(); ++i) {
+    std::string id = IdFor(i);
+    bool tried = false;
+    for (const auto& c : state.candidates) tried = tried || c.patch == id;
+    if (!tried) out.push_back({id, "patch " + fs::path(options_.diff_files[i]).filename().string()});
+  }
+  return out;
+}
+
+Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
+                                           const std::function<Result<bool>(const std::string& binary)>& measure) {
+  size_t index = 0;
+  while (index < options_.diff_files.size() && IdFor(index) != idea.id) ++index;
+  if (index == options_.diff_files.size()) return NotFound("unknown patch " + idea.id);
+  // The diff file is the author; the user who listed it in the spec reviews it.
+  HONE_ASSIGN_OR_RETURN(patch::Proposal proposal, patch::LoadBackport(options_.diff_files[index], idea.id, "spec"));
+  PatchResult out;
+  // The gate decides the apply; the user who listed the patch signs it off.
+  policy::Action a;
+  a.kind = policy::ActionKind::kApplyPatch;
+  a.role = "user";
+  a.actor = "spec";
+  a.subject = proposal.id;
+  auto facts = patch::Summarize(proposal.diff, options_.target, &gate_->rules());
+  if (!facts) {
+    out.status = "rejected";
+    out.reason = facts.error().message;
+    out.stopped_by = "diff.parse";
+    return out;
+  }
+  a.patch = *facts;
+  policy::PolicyDecision decision = gate_->Decide(a);
+  gate_->RecordReview("user", policy::CriticReview{proposal.id, sys::Sha256Hex(proposal.diff), "user",
+                                                   policy::CriticVerdict::kApprove, "listed in the session spec"});
+  std::string kept_binary;
+  auto measure_fn = [&](const patch::BuiltTree& tree) -> Result<patch::Measurement> {
+    out.build_seconds = tree.build_seconds;
+    std::string binary = (tree.build_dir / options_.binary_in_build).string();
+    HONE_ASSIGN_OR_RETURN(bool keep, measure(binary));
+    if (keep) {
+      // The build directory is shared with the next proposal: keep a copy.
+      fs::path dest = fs::path(options_.run_dir) / "bin" / ("llama-server-" + idea.id);
+      HONE_TRY(sys::EnsureDir(dest.parent_path()));
+      std::error_code ec;
+      fs::copy_file(binary, dest, fs::copy_options::overwrite_existing, ec);
+      if (ec) return Internal("cannot keep the patched binary: " + ec.message());
+      kept_binary = dest.string();
+    }
+    return patch::Measurement{keep ? patch::Verdict::kKeep : patch::Verdict::kRevert,
+                              keep ? "paired verdict KEEP" : "paired verdict did not keep it"};
+  };
+  HONE_ASSIGN_OR_RETURN(patch::PatchRecord rec, executor_->Run(proposal, decision, measure_fn));
+  out.reason = rec.reason;
+  out.stopped_by = rec.stopped_by;
+  out.diffstat = std::to_string(rec.files.size()) + " file(s), +" + std::to_string(rec.lines_added) + "/-" +
+                 std::to_string(rec.lines_removed);
+  switch (rec.verdict) {
+    case patch::PatchVerdict::kKept:
+      out.status = "kept";
+      out.binary = kept_binary;
+      break;
+    case patch::PatchVerdict::kReverted:
+      out.status = rec.stopped_by.starts_with("build") ? "build_failed" : "reverted";
+      break;
+    default:
+      out.status = "rejected";
+  }
+  return out;
+}
+
+}  // namespace hone::session

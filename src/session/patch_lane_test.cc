@@ -1,0 +1,97 @@
+// The patch lane end to end on a real git repository: user-listed diffs go through
+// the policy gate and the worktree executor, are "built" by a tiny recipe, measured
+// by the coordinator's paired protocol and kept or reverted.
+#include "session/patch_lane.h"
+
+#include <gtest/gtest.h>
+
+#include "session/coordinator.h"
+#include "session/fake_executor.h"
+#include "sys/files.h"
+#include "sys/process.h"
+#include "testing/fake_clock.h"
+#include "testing/test_util.h"
+
+namespace hone::session {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+std::string Git(const std::string& repo, std::vector<std::string> args) {
+  args.insert(args.begin(), {"git", "-C", repo});
+  auto out = sys::RunCommand({.argv = args}, 30s);
+  EXPECT_TRUE(out && out->status.success()) << ShellJoin(args) << ": " << (out ? out->output : out.error().message);
+  return out ? std::string(Trim(out->output)) : "";
+}
+
+std::string SpeedDiff(const std::string& from, const std::string& to) {
+  return "diff --git a/common/speed.h b/common/speed.h\n--- a/common/speed.h\n+++ b/common/speed.h\n@@ -1 +1 @@\n"
+         "-#define SPEED " + from + "\n+#define SPEED " + to + "\n";
+}
+
+TEST(PatchLaneTest, UserPatchesAreGatedBuiltMeasuredAndKeptOrReverted) {
+  auto dir = sys::TempDir::Create("hone-patchlane");
+  ASSERT_TRUE(dir);
+  fs::path root = (*dir)->path();
+  std::string repo = (root / "repo").string();
+  ASSERT_OK(sys::EnsureDir(root / "repo" / "common"));
+  ASSERT_OK(sys::WriteFileAtomic(root / "repo" / "common" / "speed.h", "#define SPEED 1.00\n"));
+  ASSERT_OK(sys::WriteFileAtomic(root / "repo" / "CMakeLists.txt", "project(x)\n"));
+  Git(repo, {"init", "-q"});
+  Git(repo, {"-c", "user.email=t@t", "-c", "user.name=t", "add", "."});
+  Git(repo, {"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"});
+  std::string head = Git(repo, {"rev-parse", "HEAD"});
+  ASSERT_OK(sys::WriteFileAtomic(root / "fast.diff", SpeedDiff("1.00", "1.30")));
+  ASSERT_OK(sys::WriteFileAtomic(root / "slow.diff", SpeedDiff("1.30", "1.25")));
+  ASSERT_OK(sys::WriteFileAtomic(root / "cmake.diff",
+                                 "--- a/CMakeLists.txt\n+++ b/CMakeLists.txt\n@@ -1 +1 @@\n-project(x)\n+project(y)\n"));
+  PatchLaneOptions po;
+  po.diff_files = {(root / "fast.diff").string(), (root / "slow.diff").string(), (root / "cmake.diff").string()};
+  po.repo = repo;
+  po.run_dir = (root / "run").string();
+  po.rules_path = (testing::SourceDir() / "data/policy/rules.yaml").string();
+  po.recipe.name = "speed file";
+  po.recipe.build = {{"sh", "-c", "mkdir -p {build}/bin && sed -n 's/#define SPEED //p' {src}/common/speed.h > "
+                                  "{build}/bin/llama-server"}};
+  po.recipe.artifacts = {"bin/llama-server"};
+  ASSERT_OK_AND_ASSIGN(auto lane, ExecutorPatchLane::Create(po));
+
+  testing::FakeClock clock;
+  FakeExecutor exec;
+  exec.clock = &clock;
+  exec.run_dir = po.run_dir;
+  exec.noise = 0.002;
+  ListProposer proposer({});
+  SessionServices svc;
+  svc.executor = &exec;
+  svc.proposer = &proposer;
+  svc.clock = &clock;
+  svc.patches = lane.get();
+  spec::SessionSpec spec;
+  spec.target.model.path = "/m.gguf";
+  spec.budget.wall_s = 3600;
+  Coordinator c(spec, svc, Coordinator::NewState(spec, po.run_dir, clock));
+  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_EQ(s.candidates.size(), 3u);
+  EXPECT_EQ(s.candidates[0].patch, "p1-fast");
+  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+  EXPECT_NEAR(s.candidates[0].gain, 0.30, 0.02);
+  // The second patch applies on top of the first (the accepted line) and is slower.
+  EXPECT_EQ(s.candidates[1].verdict, "REVERT");
+  EXPECT_EQ(s.candidates[2].verdict, "PATCH_REJECTED");
+  EXPECT_NE(s.candidates[2].reason.find("patch.allowed_files"), std::string::npos) << s.candidates[2].reason;
+  EXPECT_EQ(s.server_binary, po.run_dir + "/bin/llama-server-p1-fast");
+  EXPECT_EQ(*sys::ReadFile(s.server_binary), "1.30\n");
+  EXPECT_TRUE(s.validated);
+  EXPECT_NEAR(s.validated_gain, 0.30, 0.02);
+  // The live tree is untouched; the accepted line moved past it by one commit.
+  EXPECT_EQ(Git(repo, {"rev-parse", "HEAD"}), head);
+  EXPECT_EQ(Git(repo, {"status", "--porcelain"}), "");
+  EXPECT_EQ(*sys::ReadFile(root / "repo" / "common" / "speed.h"), "#define SPEED 1.00\n");
+  EXPECT_EQ(Git(repo, {"rev-parse", "hone/accepted~1"}), head);
+  EXPECT_EQ(lane->executor().records().size(), 3u);
+}
+
+}  // namespace
+}  // namespace hone::session
