@@ -274,6 +274,30 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
     HONE_ASSIGN_OR_RETURN(w->patches, session::ExecutorPatchLane::Create(po));
   }
   w->closer = std::make_unique<ReportCloser>(*w);
+  if (!spec.kernel.backend.empty()) {
+    session::KernelLaneOptions ko;
+    ko.backend = spec.kernel.backend;
+    ko.task_files = spec.kernel.tasks;
+    if (ko.task_files.empty()) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(fs::path(ctx.data_dir) / "data" / "kernel", ec)) {
+        std::string name = e.path().filename().string();
+        if (e.path().extension() == ".yaml" && name != "ops.yaml" && name != "integration.yaml") {
+          ko.task_files.push_back(e.path().string());
+        }
+      }
+      std::sort(ko.task_files.begin(), ko.task_files.end());
+    }
+    ko.ops_path = ctx.data_dir + "/data/kernel/ops.yaml";
+    ko.integration_path = ctx.data_dir + "/data/kernel/integration.yaml";
+    ko.framework = spec.target.adapter;
+    ko.run_dir = run_dir;
+    ko.workload = spec.workload.kind + " c" + std::to_string(spec.workload.concurrency) + " isl" +
+                  std::to_string(spec.workload.isl) + " osl" + std::to_string(spec.workload.osl);
+    ko.device = w->machine.gpus.empty() ? w->machine.cpu_model : w->machine.gpus[0];
+    ko.arch = spec.kernel.arch;
+    w->kernel = std::make_unique<session::BackendKernelLane>(ko);
+  }
   session::SessionServices& svc = w->services;
   svc.executor = w->executor.get();
   svc.proposer = w->proposer.get();
@@ -281,6 +305,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   svc.warm_start = w->warm.get();
   svc.closer = w->closer.get();
   svc.patches = w->patches.get();
+  svc.kernel = w->kernel.get();
   const target::KnobCatalog* catalog = &w->adapter->catalog();
   svc.risky = [catalog](const Config& delta) {
     for (const auto& [k, v] : delta.values()) {

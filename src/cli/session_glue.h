@@ -15,6 +15,7 @@
 #include "measure/server_executor.h"
 #include "search/proposer.h"
 #include "session/coordinator.h"
+#include "session/kernel_lane.h"
 #include "session/patch_lane.h"
 #include "spec/session_spec.h"
 #include "sys/machine.h"
@@ -38,6 +39,7 @@ struct SessionWiring {
   std::unique_ptr<session::WarmStart> warm;
   std::unique_ptr<session::Closer> closer;
   std::unique_ptr<session::PatchLane> patches;
+  std::unique_ptr<session::KernelLane> kernel;
   session::SessionServices services;
 };
 

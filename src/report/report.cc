@@ -207,13 +207,14 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("| " + p.phase + " | " + std::to_string(p.cycle) + " | " + F("%.0f", p.started_s) + " | " +
          F("%.0f", p.finished_s) + " | " + p.status + " | " + p.note + " |");
   }
-  if (!s.warm_replay.empty() || !s.kb_result.empty() || !s.roofline.empty()) {
+  if (!s.warm_replay.empty() || !s.kb_result.empty() || !s.roofline.empty() || !s.kernel.empty()) {
     line("");
-    line("## Knowledge base and roofline");
+    line("## Knowledge base, roofline and kernels");
     line("");
     if (!s.warm_replay.empty()) line("- Warm start: " + s.warm_replay);
     if (!s.kb_result.empty()) line("- Recipe: " + s.kb_result);
     if (!s.roofline.empty()) line("- Roofline: " + s.roofline);
+    if (!s.kernel.empty()) line("- Kernel phase: " + s.kernel);
   }
   if (!in.search_summary.empty()) {
     line("");

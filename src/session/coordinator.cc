@@ -618,9 +618,18 @@ Status Coordinator::Kernel() {
     EndPhase("skipped", "no kernel backend configured (kernel.backend in the spec)");
     return Ok();
   }
-  HONE_ASSIGN_OR_RETURN(auto ideas, services_.kernel->Propose(state_));
+  std::string note;
+  auto proposed = services_.kernel->Propose(state_, &note);
+  if (!proposed) {
+    state_.kernel = "kernel backend failed: " + proposed.error().message;
+    EndPhase("failed", state_.kernel);
+    return Ok();
+  }
+  state_.kernel = note;
+  Event("kernel_backend", {{"note", note}});
+  auto& ideas = *proposed;
   if (ideas.empty()) {
-    EndPhase("done", "the kernel backend returned no verified kernel");
+    EndPhase("done", note);
     return Ok();
   }
   for (const search::Candidate& idea : ideas) {

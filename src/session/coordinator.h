@@ -54,7 +54,8 @@ class WarmStart {
 class KernelLane {
  public:
   virtual ~KernelLane() = default;
-  virtual Result<std::vector<search::Candidate>> Propose(const SessionState& state) = 0;
+  // `note` receives what the backend did (for the report), whatever it returns.
+  virtual Result<std::vector<search::Candidate>> Propose(const SessionState& state, std::string* note) = 0;
 };
 
 // Source patches (user-given diffs or backports): applied in an isolated worktree,

@@ -110,6 +110,7 @@ struct SessionState {
 
   std::string warm_replay;   // what the knowledge base offered and what became of it
   std::string kb_result;     // what was written to the knowledge base
+  std::string kernel;        // what the kernel backend did
   std::string roofline;      // headroom summary (when available)
   bool roofline_saturated = false;
   double baseline_total_tps = 0, baseline_output_tps = 0;  // means over the stock trials

@@ -159,6 +159,7 @@ std::string StateToJson(const SessionState& s) {
             {"close_accuracy", s.close_accuracy},
             {"warm_replay", s.warm_replay},
             {"kb_result", s.kb_result},
+            {"kernel", s.kernel},
             {"roofline", s.roofline},
             {"roofline_saturated", s.roofline_saturated},
             {"baseline_total_tps", s.baseline_total_tps},
@@ -233,6 +234,7 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.close_accuracy = j.value("close_accuracy", "");
     s.warm_replay = j.value("warm_replay", "");
     s.kb_result = j.value("kb_result", "");
+    s.kernel = j.value("kernel", "");
     s.roofline = j.value("roofline", "");
     s.roofline_saturated = j.value("roofline_saturated", false);
     s.baseline_total_tps = j.value("baseline_total_tps", 0.0);

@@ -254,8 +254,10 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
   }
   Field kernel = root["kernel"];
   if (kernel.defined()) {
-    HONE_TRY(kernel.CheckKeys({"backend"}));
+    HONE_TRY(kernel.CheckKeys({"backend", "tasks", "arch"}));
     HONE_ASSIGN_OR_RETURN(s.kernel.backend, kernel["backend"].StrList());
+    HONE_ASSIGN_OR_RETURN(s.kernel.tasks, kernel["tasks"].StrList());
+    HONE_ASSIGN_OR_RETURN(s.kernel.arch, kernel["arch"].StrOr("sm_90a"));
   }
   Field agents = root["agents"];
   if (agents.defined()) {

@@ -115,6 +115,8 @@ struct SearchSpec {
 
 struct KernelSpec {
   std::vector<std::string> backend;  // a backend command; empty = phase skipped
+  std::vector<std::string> tasks;    // kernel task specs (default: data/kernel/*.yaml)
+  std::string arch = "sm_90a";
 };
 
 struct AgentsSpec {
