@@ -184,6 +184,24 @@ std::string RenderMarkdown(const ReportInput& in) {
     }
   }
   if (failures == 0) line("No candidate failed to launch or failed accuracy.");
+  std::vector<const session::CandidateRecord*> patches;
+  for (const auto& c : s.candidates) {
+    if (!c.patch.empty()) patches.push_back(&c);
+  }
+  if (!patches.empty()) {
+    line("");
+    line("## Source patches");
+    line("");
+    line("Every patch went through the policy gate (rules in data/policy/rules.yaml) and an isolated worktree; "
+         "only a KEEP from paired trials, with a sign-off, is committed onto the accepted line.");
+    line("");
+    line("| candidate | patch | verdict | gain | diff / rule | reason |");
+    line("|---|---|---|---|---|---|");
+    for (const auto* c : patches) {
+      line("| " + c->id + " | " + c->patch + " | **" + c->verdict + "** | " + (c->pairs ? Pct(c->gain) : "") + " | " +
+           c->rationale + " | " + c->reason + " |");
+    }
+  }
   if (!s.sweep.empty()) {
     line("");
     line("## Sweep (best vs stock per operating point)");
