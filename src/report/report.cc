@@ -167,7 +167,9 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("");
   line("## Kept without full validation");
   line("");
-  if (flagged.empty() && (s.validated || s.BestIsStock())) {
+  if (s.BestIsStock() && flagged.empty()) {
+    line("Nothing was kept: the stock configuration stands.");
+  } else if (flagged.empty() && s.validated) {
     line("Nothing: every kept change passed its paired verdict and the accuracy gate, and the final best was "
          "re-validated at close.");
   }

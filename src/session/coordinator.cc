@@ -781,11 +781,14 @@ Status Coordinator::CloseSession() {
     HONE_TRY(Save());
   }
   Event("stop", {{"reason", state_.stop_reason}});
+  EndPhase("done", state_.stop_reason);
+  HONE_TRY(Save());
+  // The report and the recipe come last, so that they show the closed session; the
+  // session is "done" only once they are written (a crash here re-runs the close).
   if (services_.closer) {
     auto closed = services_.closer->Close(state_);
     if (!closed) Event("close_error", {{"error", closed.error().message}});
   }
-  EndPhase("done", state_.stop_reason);
   state_.phase = "done";
   return Save();
 }
