@@ -8,6 +8,7 @@ PACKAGES=(
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libsqlite3-dev libssl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   zlib1g-dev  # roofline: reads the gzipped profiler traces vLLM and SGLang write
+  libcurl4-openssl-dev  # agent: https:// LLM endpoints (api.anthropic.com, api.openai.com)
   clang-16 libclang-rt-16-dev  # patch: libFuzzer for the diff parser (clang-14 cannot compile std::expected)
 )
 # Commands that may come from elsewhere than Debian (e.g. nodesource's nodejs bundles
