@@ -53,6 +53,7 @@ int RunSession(const spec::SessionSpec& spec, const std::string& run_dir, const 
     state = session::Coordinator::NewState(spec, run_dir, sys::DefaultClock());
   }
   session::Coordinator coordinator(spec, (*wiring)->services, state);
+  AttachState(**wiring, coordinator.state());
   auto out = coordinator.Run();
   if (!out) return ReportError(out.error());
   PrintOutcome(*out, spec);

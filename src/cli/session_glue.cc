@@ -1,5 +1,6 @@
 #include "cli/session_glue.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -10,7 +11,7 @@
 #include "model/synth.h"
 #include "report/report.h"
 #include "roofline/roofline.h"
-#include "search/catalog_proposer.h"
+#include "search/planner.h"
 #include "spec/yaml.h"
 #include "sys/clock.h"
 #include "sys/files.h"
@@ -96,6 +97,7 @@ class ReportCloser final : public session::Closer {
   explicit ReportCloser(SessionWiring& w) : w_(w) {}
   Status Close(session::SessionState& s) override {
     if (w_.kb) Admit(s);
+    s.agents = AgentSummary(w_);
     report::ReportInput in;
     in.state = &s;
     in.spec = &w_.spec;
@@ -160,6 +162,27 @@ class ReportCloser final : public session::Closer {
   SessionWiring& w_;
 };
 
+// The knowledge base's experience with this identity and workload, as search priors.
+std::vector<search::Prior> KbPriors(SessionWiring& w) {
+  std::vector<search::Prior> out;
+  kb::MatchQuery q{SessionIdentity(w), SessionWorkload(w.spec)};
+  if (auto learnings = w.kb->Learnings(q)) {
+    for (const kb::PriorLearning& l : *learnings) {
+      out.push_back({l.learning.knob, l.learning.value, l.learning.effect, l.confidence, ""});
+    }
+  }
+  if (auto failures = w.kb->Failures(q)) {
+    for (const kb::PriorFailure& f : *failures) {
+      // A failure of several knobs at once blames each of them in part.
+      double share = 1.0 / static_cast<double>(std::max<size_t>(1, f.failure.config_delta.size()));
+      for (const auto& [knob, value] : f.failure.config_delta.values()) {
+        out.push_back({knob, value, 0, f.confidence * share, std::string(kb::FailureKindName(f.failure.kind))});
+      }
+    }
+  }
+  return out;
+}
+
 Result<std::vector<Config>> LoadEnablement(const std::string& data_dir, const std::string& framework,
                                            const std::string& kind) {
   HONE_ASSIGN_OR_RETURN(spec::Field root, spec::Field::LoadFile(data_dir + "/data/enablement.yaml"));
@@ -176,6 +199,32 @@ Result<std::vector<Config>> LoadEnablement(const std::string& data_dir, const st
 }
 
 }  // namespace
+
+void AttachState(SessionWiring& w, const session::SessionState& state) {
+  if (!w.agent_proposer) return;
+  const session::SessionState* s = &state;
+  search::Proposer* planner = w.fallback_proposer.get();
+  w.agent_proposer->SetSnapshotFiller([s, planner](agent::OrchestratorSnapshot& snap) {
+    snap.phase = s->phase;
+    snap.baseline_objective = s->baseline_objective;
+    snap.stock = s->stock.ToString();
+    snap.best = s->best.ToString();
+    snap.best_objective = s->best_values.empty() ? 0 : s->best_values.back();
+    snap.validated = s->validated;
+    snap.validated_gain = s->validated_gain;
+    snap.cycle = s->cycle;
+    if (planner) snap.idea_tree = planner->Describe();
+  });
+}
+
+std::string AgentSummary(const SessionWiring& w) {
+  if (!w.agent_proposer || !w.agent_runtime) return "";
+  std::string out = w.agent_runtime->meter().Summary() + "\n";
+  out += agent::FormatCalibrationTable(w.agent_proposer->calibration());
+  out += "\n" + std::to_string(w.agent_proposer->rejections().size()) + " proposed ideas rejected (invalid knobs or values)\n";
+  for (const std::string& n : w.agent_proposer->notes()) out += "- " + n + "\n";
+  return out;
+}
 
 Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec, const std::string& run_dir,
                                                    const Context& ctx) {
@@ -241,11 +290,11 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   }
   w->executor = std::make_unique<measure::ServerTrialExecutor>(setup);
   // Weight precision is only searchable from an unquantized base.
-  search::CatalogProposerOptions popts{spec.search.knobs, spec.search.exclude, spec.target.num_gpus > 0};
+  search::PlannerOptions popts;
+  popts.domain = {spec.search.knobs, spec.search.exclude, spec.target.num_gpus > 0, {}};
   if (w->base_precision != "f16" && w->base_precision != "f32" && w->base_precision != "bf16") {
-    popts.exclude.push_back("weights");
+    popts.domain.exclude.push_back("weights");
   }
-  w->proposer = std::make_unique<search::CatalogProposer>(w->adapter->catalog(), popts);
   if (spec.kb.enabled) {
     std::string path = spec.kb.path.empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.path;
     auto rules = kb::LoadKbRules(ctx.data_dir);
@@ -261,6 +310,13 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
     }
   }
   if (w->kb) w->warm = std::make_unique<KbWarmStart>(*w);
+  // The search strategy (spec search.strategy); the planner starts from the knowledge
+  // base's learnings and failures as priors.
+  HONE_ASSIGN_OR_RETURN(search::Heuristics heuristics,
+                        search::Heuristics::Load(ctx.data_dir + "/data/search/heuristics.yaml"));
+  if (w->kb) popts.priors = KbPriors(*w);
+  HONE_ASSIGN_OR_RETURN(w->proposer, search::MakeProposer(spec.search.strategy, w->adapter->catalog(), heuristics,
+                                                          popts, spec.search.seed));
   if (!spec.patches.empty()) {
     HONE_ASSIGN_OR_RETURN(target::LlamaCppSource source, target::LoadLlamaCppSource(ctx.data_dir + "/data/llama.cpp.yaml"));
     std::vector<std::string> args = source.cmake_args;
@@ -361,6 +417,32 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
         return session::RooflineNote{hw.id + ": " + h.summary, h.ratio, h.saturated};
       };
     }
+  }
+  if (w->critic) {
+    agent::Critic* critic = w->critic.get();
+    double floor_hint = 0;
+    svc.critic = [critic, floor_hint](const session::CandidateRecord& c) -> Result<session::CriticNote> {
+      agent::Decision d;
+      d.subject = c.id;
+      d.idea = c.idea;
+      d.incumbent = c.incumbent.ToString();
+      d.config = c.config.ToString();
+      d.measured_verdict = c.verdict;
+      d.gain = c.gain;
+      d.ci_lo = c.ci_lo;
+      d.ci_hi = c.ci_hi;
+      d.threshold = c.threshold;
+      d.noise_floor = floor_hint;
+      d.pairs = c.pairs;
+      d.incumbent_values = c.incumbent_values;
+      d.candidate_values = c.candidate_values;
+      d.trials = c.candidate_trials;
+      d.accuracy_passed = c.accuracy_passed;
+      d.accuracy = c.accuracy;
+      d.claimed_gain = c.predicted_gain;
+      HONE_ASSIGN_OR_RETURN(agent::CriticVerdict v, critic->Review(d));
+      return session::CriticNote{v.approve, v.reason, v.learning, v.signature};
+    };
   }
   svc.cpus = w->machine.cpus;
   svc.gpu = spec.target.num_gpus > 0;

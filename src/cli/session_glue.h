@@ -10,6 +10,11 @@
 
 #include "cli/context.h"
 #include "core/error.h"
+#include "agent/agent_proposer.h"
+#include "agent/critic.h"
+#include "agent/orchestrator.h"
+#include "agent/robustness.h"
+#include "agent/runtime.h"
 #include "kb/store.h"
 #include "measure/model_store.h"
 #include "measure/server_executor.h"
@@ -40,12 +45,26 @@ struct SessionWiring {
   std::unique_ptr<session::Closer> closer;
   std::unique_ptr<session::PatchLane> patches;
   std::unique_ptr<session::KernelLane> kernel;
+  // Agents (spec agents.mode != none): the orchestrator behind an AgentProposer (with
+  // the deterministic proposer as its fallback) and a critic reviewing every verdict.
+  std::unique_ptr<agent::AgentData> agent_data;
+  std::unique_ptr<agent::AgentRuntime> agent_runtime;
+  std::unique_ptr<agent::Orchestrator> orchestrator;
+  std::unique_ptr<agent::Robustness> robustness;
+  std::unique_ptr<agent::Critic> critic;
+  std::unique_ptr<search::Proposer> fallback_proposer;
+  agent::AgentProposer* agent_proposer = nullptr;  // owned by `proposer` when agents run
   session::SessionServices services;
 };
 
 // Builds everything for a session in `run_dir` (created if needed).
 Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec, const std::string& run_dir,
                                                    const Context& ctx);
+
+// Lets the agents see the live session (call once the coordinator exists).
+void AttachState(SessionWiring& w, const session::SessionState& state);
+// What the agents did, for the report ("" without agents).
+std::string AgentSummary(const SessionWiring& w);
 
 // The knowledge-base identity and workload of a session.
 kb::Identity SessionIdentity(const SessionWiring& w);

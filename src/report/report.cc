@@ -150,15 +150,15 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("");
   line("## Candidates");
   line("");
-  line("| id | phase | idea | verdict | gain | interval | pairs | accuracy | trials | reason |");
-  line("|---|---|---|---|---|---|---|---|---|---|");
+  line("| id | phase | idea | verdict | gain | interval | pairs | accuracy | trials | reason | critic |");
+  line("|---|---|---|---|---|---|---|---|---|---|---|");
   for (const auto& c : s.candidates) {
     std::string trials = Join(c.candidate_trials, ",");
     if (!c.screen_trial.empty()) trials = "screen " + c.screen_trial + (trials.empty() ? "" : "; " + trials);
     line("| " + c.id + " | " + c.phase + " c" + std::to_string(c.cycle) + " | `" + c.delta.ToString() + "` | **" +
          c.verdict + "**" + (Flagged(c) ? " (flagged)" : "") + " | " + (c.pairs ? Pct(c.gain) : "") + " | " +
          (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") + " | " +
-         std::to_string(c.pairs) + " | " + c.accuracy + " | " + trials + " | " + c.reason + " |");
+         std::to_string(c.pairs) + " | " + c.accuracy + " | " + trials + " | " + c.reason + " | " + c.critic + " |");
   }
   std::vector<const session::CandidateRecord*> flagged;
   for (const auto& c : s.candidates) {
@@ -235,6 +235,18 @@ std::string RenderMarkdown(const ReportInput& in) {
     if (!s.kb_result.empty()) line("- Recipe: " + s.kb_result);
     if (!s.roofline.empty()) line("- Roofline: " + s.roofline);
     if (!s.kernel.empty()) line("- Kernel phase: " + s.kernel);
+  }
+  if (!s.agents.empty()) {
+    line("");
+    line("## Agents");
+    line("");
+    line("Agents propose and review; every number above was measured by hone. Predicted gains are claims, "
+         "shown next to the measured ones.");
+    line("");
+    line("```");
+    o += s.agents;
+    if (!s.agents.empty() && s.agents.back() != '\n') o += "\n";
+    line("```");
   }
   if (!in.search_summary.empty()) {
     line("");

@@ -313,6 +313,20 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     }
     break;
   }
+  if (services_.critic && c.critic.empty()) {
+    auto review = services_.critic(c);
+    if (review) {
+      c.critic = std::string(review->approve ? "approved" : "refused") + ": " + review->reason +
+                 (review->learning.empty() ? "" : " (learning: " + review->learning + ")");
+      Event("critic", {{"candidate", c.id}, {"approve", review->approve ? "true" : "false"},
+                       {"reason", review->reason}, {"signature", review->signature}});
+      if (!review->approve && c.verdict == "KEEP") {
+        return finish("REVERT", "measured KEEP (" + c.reason + ") but the critic refused: " + review->reason);
+      }
+    } else {
+      c.critic = "no review: " + review.error().message;
+    }
+  }
   if (c.verdict == "KEEP" && spec_.accuracy.enabled && c.accuracy.empty()) {
     HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
     c.accuracy = a.detail;

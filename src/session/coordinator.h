@@ -96,6 +96,13 @@ struct RooflineNote {
   bool saturated = false;  // at the ceiling: another cycle cannot help
 };
 
+struct CriticNote {
+  bool approve = true;
+  std::string reason;
+  std::string learning;
+  std::string signature;
+};
+
 struct SessionServices {
   measure::TrialExecutor* executor = nullptr;
   search::Proposer* proposer = nullptr;
@@ -109,6 +116,10 @@ struct SessionServices {
   // Enablement ladder: configuration changes to try for a launch failure kind.
   std::function<std::vector<Config>(const std::string& failure_kind)> enablement;
   std::function<void(const std::string& line)> progress;
+  // A critic reviewing every measured verdict (optional). It can only make an
+  // outcome more conservative: a refusal turns a measured KEEP into REVERT; an
+  // approval never creates a KEEP. Errors mean "no review" (recorded).
+  std::function<Result<CriticNote>(const CandidateRecord& c)> critic;
   // Roofline analysis of a configuration's measured throughput (optional).
   std::function<Result<RooflineNote>(const Config& config, double total_tps, double output_tps)> roofline;
   int cpus = 1;

@@ -224,6 +224,33 @@ TEST_F(CoordinatorTest, PatchesAreMeasuredAndKeptOnlyWhenFaster) {
   EXPECT_TRUE(stock_on_provisioned && best_on_patch);
 }
 
+TEST_F(CoordinatorTest, CriticCanOnlyMakeVerdictsMoreConservative) {
+  exec_.factors = {{"a=1", 1.3}, {"b=1", 1.3}, {"c=1", 0.95}};
+  ListProposer p({"a=1", "b=1", "c=1"});
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  std::vector<std::string> reviewed;
+  svc.critic = [&](const CandidateRecord& c) -> Result<CriticNote> {
+    reviewed.push_back(c.id + ":" + c.verdict);
+    // Refuses b=1 (a measured KEEP) and approves everything else, even the loss.
+    return CriticNote{c.delta.Has("b") ? false : true, c.delta.Has("b") ? "gain suspicious" : "fine", "", "sig"};
+  };
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_EQ(s.candidates.size(), 3u);
+  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[1].verdict, "REVERT");  // refused by the critic
+  EXPECT_NE(s.candidates[1].reason.find("critic refused: gain suspicious"), std::string::npos);
+  EXPECT_EQ(s.candidates[2].verdict, "REVERT");  // an approval cannot keep a loss
+  EXPECT_EQ(s.best.ToString(), "a=1");
+  EXPECT_EQ(reviewed.size(), 3u);
+  EXPECT_NE(s.candidates[0].critic.find("approved"), std::string::npos);
+}
+
 TEST_F(CoordinatorTest, TrialLimitStops) {
   ListProposer p({"a=1", "b=1", "c=1", "d=1"});
   spec::SessionSpec spec = Spec();

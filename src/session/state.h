@@ -42,6 +42,7 @@ struct CandidateRecord {
   std::string accuracy;     // accuracy gate detail ("" = not run)
   bool accuracy_passed = true;
   double predicted_gain = 0;  // a proposer's or agent's claim (never a result)
+  std::string critic;           // the critic's review of the verdict ("" = none)
   std::string patch;            // a source patch's id (its diff is under patches/)
   std::string server_binary;    // the build the candidate runs ("" = provisioned)
   std::string incumbent_binary; // the build the incumbent runs
@@ -111,6 +112,7 @@ struct SessionState {
   std::string warm_replay;   // what the knowledge base offered and what became of it
   std::string kb_result;     // what was written to the knowledge base
   std::string kernel;        // what the kernel backend did
+  std::string agents;        // agent usage, calibration and rejections (when agents ran)
   std::string roofline;      // headroom summary (when available)
   bool roofline_saturated = false;
   double baseline_total_tps = 0, baseline_output_tps = 0;  // means over the stock trials

@@ -53,6 +53,7 @@ json CandidateJson(const CandidateRecord& c) {
           {"accuracy", c.accuracy},
           {"accuracy_passed", c.accuracy_passed},
           {"predicted_gain", c.predicted_gain},
+          {"critic", c.critic},
           {"patch", c.patch},
           {"server_binary", c.server_binary},
           {"incumbent_binary", c.incumbent_binary},
@@ -86,6 +87,7 @@ CandidateRecord CandidateFrom(const json& j) {
   c.accuracy = j.value("accuracy", "");
   c.accuracy_passed = j.value("accuracy_passed", true);
   c.predicted_gain = j.value("predicted_gain", 0.0);
+  c.critic = j.value("critic", "");
   c.patch = j.value("patch", "");
   c.server_binary = j.value("server_binary", "");
   c.incumbent_binary = j.value("incumbent_binary", "");
@@ -160,6 +162,7 @@ std::string StateToJson(const SessionState& s) {
             {"warm_replay", s.warm_replay},
             {"kb_result", s.kb_result},
             {"kernel", s.kernel},
+            {"agents", s.agents},
             {"roofline", s.roofline},
             {"roofline_saturated", s.roofline_saturated},
             {"baseline_total_tps", s.baseline_total_tps},
@@ -235,6 +238,7 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.warm_replay = j.value("warm_replay", "");
     s.kb_result = j.value("kb_result", "");
     s.kernel = j.value("kernel", "");
+    s.agents = j.value("agents", "");
     s.roofline = j.value("roofline", "");
     s.roofline_saturated = j.value("roofline_saturated", false);
     s.baseline_total_tps = j.value("baseline_total_tps", 0.0);
