@@ -24,6 +24,7 @@ Action RegisterPatch(CLI::App& app, const Context& ctx);
 Action RegisterKernel(CLI::App& app, const Context& ctx);
 Action RegisterKb(CLI::App& app, const Context& ctx);
 Action RegisterRoofline(CLI::App& app, const Context& ctx);
+Action RegisterSearch(CLI::App& app, const Context& ctx);
 
 // Prints an error line (with the log excerpt / hint when present) and returns 1
 // (2 for invalid arguments, 130 for interrupts).

@@ -88,6 +88,9 @@ int Main(int argc, char** argv) {
 #ifdef HONE_HAVE_ROOFLINE
   add(RegisterRoofline);
 #endif
+#ifdef HONE_HAVE_SEARCH
+  add(RegisterSearch);
+#endif
 
   try {
     app.parse(argc, argv);

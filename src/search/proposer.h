@@ -4,10 +4,12 @@
 // best) and reports every verdict back through Observe(). A proposer never measures
 // and never decides: it only orders ideas. Its state (e.g. an idea tree) is saved in
 // the session state with Save() and restored on resume with Load(). Implementations:
-// the catalog proposer (one knob at a time, in catalog priority), and the planner
-// (idea tree + scoring, planner.h). Not thread-safe.
+// the catalog proposer (one knob at a time, in catalog priority), the planner
+// (idea tree + scoring, planner.h), random and grid search (baselines.h).
+// Not thread-safe.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -35,6 +37,18 @@ struct ProposalContext {
   int concurrency = 1;
   int cpus = 1;
   bool gpu = false;
+  // Optional evidence for the planner (planner.h); proposers may ignore it.
+  // Achieved fraction of the roofline bound (0..1] for the baseline (roofline/):
+  // urgency is the distance below it, and no idea can gain more than 1/headroom - 1.
+  std::optional<double> headroom;
+  // The binding ceiling as the roofline names it ("compute", "memory_bandwidth",
+  // "kv_capacity", "overhead") or a diagnosis ("decode", "prefill", "queueing");
+  // empty: diagnose from baseline_metrics.
+  std::string bottleneck;
+  // The stock baseline's bench metrics by name (mean_ttft_ms, kv_usage_max, ...).
+  std::map<std::string, double> baseline_metrics;
+  // Relative noise of one measured gain (the A/A noise floor), when known.
+  std::optional<double> noise_floor;
 };
 
 struct Observation {

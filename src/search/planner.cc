@@ -1,0 +1,592 @@
+#include "search/planner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/strings.h"
+#include "search/baselines.h"
+#include "search/gp.h"
+
+namespace hone::search {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxLooks = 3;
+
+std::string Pct(double f) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", f * 100);
+  return buf;
+}
+
+std::string Num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+}  // namespace
+
+Planner::Planner(const target::KnobCatalog& catalog, Heuristics heuristics, PlannerOptions options)
+    : catalog_(catalog), heuristics_(std::move(heuristics)), options_(std::move(options)) {
+  if (options_.framework.empty()) options_.framework = catalog_.framework();
+  fw_ = heuristics_.Framework(options_.framework);
+}
+
+double Planner::PriorScale(const std::string& category) const {
+  return heuristics_.Category(category).scale * heuristics_.BottleneckMultiplier(diagnosis_.bottleneck, category);
+}
+
+double Planner::KnobScale(const std::string& knob) const {
+  const target::Knob* k = catalog_.Find(knob);
+  double s0 = PriorScale(k ? k->category : "");
+  auto it = beliefs_.find(knob);
+  if (it == beliefs_.end()) return s0;
+  const Belief& b = it->second;
+  double w = options_.prior_weight;
+  return std::sqrt((w * s0 * s0 + b.sum_sq) / (w + b.n));
+}
+
+Config Planner::Resolve(const Config& delta) const {
+  Config out;
+  for (const auto& [k, v] : delta.values()) out.Set(k, ResolveValueExpression(v, ctx_.concurrency, ctx_.cpus));
+  return out;
+}
+
+int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int parent, const std::string& origin) {
+  const target::Knob& k = *kd.knob;
+  IdeaNode n;
+  n.kind = IdeaKind::kValue;
+  n.key = k.name + "=" + value;
+  n.knob = k.name;
+  n.value = value;
+  n.title = "set " + k.name + " to " + value;
+  n.delta = Config{{k.name, value}};
+  n.category = k.category;
+  n.origin = origin;
+  if (fw_) {
+    if (auto it = fw_->value_hints.find(k.name); it != fw_->value_hints.end()) {
+      for (const std::string& expr : it->second) {
+        if (ResolveValueExpression(expr, ctx_.concurrency, ctx_.cpus) == value) {
+          n.prior_mean += 0.5 * PriorScale(k.category);
+          n.prior_note = "hint: " + expr;
+        }
+      }
+    }
+  }
+  for (const Prior& p : options_.priors) {
+    if (p.knob != k.name || p.value != value) continue;
+    double c = std::clamp(p.confidence, 0.0, 1.0);
+    if (p.failure_kind.empty()) {
+      n.prior_mean += c * std::log1p(std::max(p.effect, -0.9));
+      n.prior_note += (n.prior_note.empty() ? "" : "; ") + std::string("kb: ") + Pct(p.effect) + " (conf " + Num(c) + ")";
+    } else {
+      n.kb_failure = std::max(n.kb_failure, c);
+      n.prior_note += (n.prior_note.empty() ? "" : "; ") + std::string("kb failure: ") + p.failure_kind + " (conf " +
+                      Num(c) + ")";
+      if ((p.failure_kind == "bad_flag" || p.failure_kind == "unsupported") && c >= 0.5) {
+        n.state = IdeaState::kPruned;
+        n.note = "knowledge base: " + p.failure_kind;
+      }
+    }
+  }
+  return tree_.Add(std::move(n), parent);
+}
+
+void Planner::AddBundles() {
+  if (!fw_) return;
+  for (const Bundle& b : fw_->bundles) {
+    if (std::find(b.when.begin(), b.when.end(), diagnosis_.bottleneck) == b.when.end()) continue;
+    bool ok = true;
+    for (const auto& [k, v] : b.delta.values()) ok = ok && catalog_.Find(k) && domain_.Find(k);
+    if (!ok) continue;  // a bundle only over knobs this search may change
+    IdeaNode n;
+    n.kind = IdeaKind::kBundle;
+    n.key = "bundle:" + b.title;
+    n.title = b.title;
+    n.delta = b.delta;
+    n.category = b.category;
+    n.origin = "bundle";
+    n.prior_note = "diagnosis: " + std::string(BottleneckName(diagnosis_.bottleneck));
+    tree_.Add(std::move(n), -1);
+  }
+}
+
+Status Planner::Init(const ProposalContext& ctx) {
+  HONE_ASSIGN_OR_RETURN(domain_, SearchDomain::Build(catalog_, options_.domain, ctx));
+  diagnosis_ = Diagnose(ctx.bottleneck, ctx.baseline_metrics, heuristics_.diagnosis);
+  for (const KnobDomain& kd : domain_.knobs()) {
+    Belief b;
+    b.reference = catalog_.ValueOf(ctx.stock, *kd.knob);
+    b.current = catalog_.ValueOf(ctx.best, *kd.knob);
+    IdeaNode g;
+    g.kind = IdeaKind::kGroup;
+    g.key = "knob:" + kd.knob->name;
+    g.knob = kd.knob->name;
+    g.title = "tune " + kd.knob->name;
+    g.category = kd.knob->category;
+    g.origin = "catalog";
+    int gid = tree_.Add(std::move(g), -1);
+    for (const std::string& v : kd.values) {
+      if (v == b.reference && v == b.current) continue;  // the stock value is no idea
+      AddValueIdea(kd, v, gid, "catalog");
+    }
+    beliefs_[kd.knob->name] = std::move(b);
+  }
+  AddBundles();
+  initialized_ = true;
+  return Ok();
+}
+
+GpPrediction Planner::Posterior(const std::string& knob, const std::string& value, double prior_mean) const {
+  const Belief& b = beliefs_.at(knob);
+  double scale = KnobScale(knob);
+  double noise = std::max(ctx_.noise, 1e-3);
+  const KnobDomain* kd = domain_.Find(knob);
+  auto x = NumericValue(value);
+  if (kd && kd->numeric && x) {
+    Gp1d gp(scale, options_.length_scale, noise);
+    if (auto r = NumericValue(b.reference)) gp.Add(GpInput(*r), 0.0);
+    for (const auto& [v, es] : b.effects) {
+      if (auto xv = NumericValue(v)) {
+        for (double e : es) gp.Add(GpInput(*xv), e);
+      }
+    }
+    GpPrediction p = gp.Predict(GpInput(*x));
+    // A value's own prior shift (hint, learning) fades as measurements near it pin the
+    // belief down: weighted by the share of prior variance left.
+    p.mean += prior_mean * (p.sd * p.sd) / (scale * scale);
+    return p;
+  }
+  if (value == b.reference) return {0.0, 0.0};
+  double precision = 1.0 / (scale * scale);
+  double weighted = prior_mean * precision;
+  if (auto it = b.effects.find(value); it != b.effects.end()) {
+    for (double e : it->second) {
+      precision += 1.0 / (noise * noise);
+      weighted += e / (noise * noise);
+    }
+  }
+  return {weighted / precision, std::sqrt(1.0 / precision)};
+}
+
+double Planner::IncumbentEffect(const std::string& knob) const {
+  const Belief& b = beliefs_.at(knob);
+  if (b.current == b.reference) return 0.0;
+  if (b.effects.contains(b.current)) return Posterior(knob, b.current, 0.0).mean;
+  return b.current_effect;
+}
+
+void Planner::ScoreNode(IdeaNode& n) {
+  double urgency = ctx_.headroom ? std::clamp(1.0 - *ctx_.headroom, 0.0, 1.0) : 0.5;
+  double ei = 0, cost = 1, risk = 0, mult = 1;
+  std::string model;
+  if (n.kind == IdeaKind::kValue) {
+    const Belief& b = beliefs_.at(n.knob);
+    const target::Knob* k = catalog_.Find(n.knob);
+    GpPrediction p = Posterior(n.knob, n.value, n.prior_mean);
+    double best = IncumbentEffect(n.knob);
+    ei = ExpectedImprovement(p.mean, p.sd, best);
+    int measured = 0;
+    for (const auto& [v, es] : b.effects) measured += static_cast<int>(es.size());
+    model = "belief " + Pct(std::expm1(p.mean)) + " sd " + Num(p.sd) + " vs incumbent " + Pct(std::expm1(best)) +
+            ", " + std::to_string(measured) + " measurement(s) of this knob";
+    if (n.origin == "retest") mult *= 0.8;  // a second look costs a trial that could explore
+    cost = heuristics_.Category(n.category).cost;
+    risk = k ? heuristics_.RiskPenalty(k->accuracy_risk) : 0;
+    mult *= std::pow(0.5, b.crashes) * std::pow(0.5, b.accuracy_failures);
+  } else {  // bundle: the largest member spread, the worst member risk and crash record
+    double scale = 0;
+    for (const auto& [knob, v] : n.delta.values()) {
+      const target::Knob* k = catalog_.Find(knob);
+      scale = std::max(scale, KnobScale(knob));
+      if (k) risk = std::max(risk, heuristics_.RiskPenalty(k->accuracy_risk));
+      if (k) cost = std::max(cost, heuristics_.Category(k->category).cost);
+      if (auto it = beliefs_.find(knob); it != beliefs_.end()) {
+        mult *= std::pow(0.5, it->second.crashes) * std::pow(0.5, it->second.accuracy_failures);
+      }
+    }
+    ei = ExpectedImprovement(n.prior_mean, scale, 0.0);
+    model = "bundle, sd " + Num(scale);
+  }
+  // Urgency: the roofline bounds what any idea can still gain.
+  if (ctx_.headroom && *ctx_.headroom > 0) {
+    double cap = std::max(0.0, -std::log(*ctx_.headroom) - best_level_);
+    ei = std::min(ei, cap);
+  }
+  mult *= (1.0 - risk * (1.0 - urgency)) * (1.0 - 0.8 * n.kb_failure) * n.bonus;
+  n.expected_gain = std::expm1(ei);
+  n.score = ei * mult / cost;
+  n.why = "expected " + Pct(n.expected_gain) + " (" + model + ")";
+  if (risk > 0) n.why += ", accuracy risk -" + Num(risk * (1.0 - urgency));
+  if (cost != 1) n.why += ", cost x" + Num(cost);
+  if (n.bonus != 1) n.why += ", double-down x" + Num(n.bonus);
+  if (!n.prior_note.empty()) n.why += ", " + n.prior_note;
+}
+
+void Planner::Rescore() {
+  for (IdeaNode& n : tree_.mutable_nodes()) {
+    if (n.proposable()) ScoreNode(n);
+  }
+  // A group shows its best open idea.
+  for (IdeaNode& g : tree_.mutable_nodes()) {
+    if (g.kind != IdeaKind::kGroup) continue;
+    g.score = 0;
+    g.expected_gain = 0;
+    std::vector<int> stack = g.children;
+    while (!stack.empty()) {
+      const IdeaNode& c = tree_.at(stack.back());
+      stack.pop_back();
+      if (c.proposable() && c.score > g.score) {
+        g.score = c.score;
+        g.expected_gain = c.expected_gain;
+      }
+      for (int cc : c.children) stack.push_back(cc);
+    }
+  }
+}
+
+std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
+  ctx_.headroom = ctx.headroom;
+  ctx_.noise = options_.default_noise;
+  if (ctx.noise_floor && *ctx.noise_floor > 0) ctx_.noise = std::log1p(*ctx.noise_floor);
+  ctx_.concurrency = std::max(1, ctx.concurrency);
+  ctx_.cpus = std::max(1, ctx.cpus);
+  if (!initialized_) {
+    if (auto s = Init(ctx); !s) {
+      stop_note_ = "cannot build the search domain: " + s.error().message;
+      return std::nullopt;
+    }
+  }
+  // The incumbent may have moved without this planner (a warm-start recipe, a kernel
+  // candidate): follow it, so effects stay relative to what is measured.
+  for (auto& [knob, b] : beliefs_) {
+    const target::Knob* k = catalog_.Find(knob);
+    if (!k) continue;
+    std::string now = catalog_.ValueOf(ctx.best, *k);
+    if (now != b.current) Rebase(knob, now);
+  }
+  Rescore();
+  std::vector<int> order;
+  for (const IdeaNode& n : tree_.nodes()) {
+    if (n.proposable()) order.push_back(n.id);
+  }
+  // Highest score first; ties keep catalog order.
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return tree_.at(a).score > tree_.at(b).score; });
+  for (int id : order) {
+    IdeaNode& n = tree_.at(id);
+    if (n.expected_gain < options_.min_expected_gain) {
+      stop_note_ = "converged: the best remaining idea (" + n.key + ") expects " + Pct(n.expected_gain);
+      return std::nullopt;
+    }
+    Config delta = Resolve(n.delta);
+    Config full = ctx.best.Merged(delta);
+    if (full == ctx.best || (ctx.tried.contains(full.Hash()) && n.origin != "retest")) {
+      // Nothing new to measure from here; it may be again after the incumbent moves.
+      continue;
+    }
+    if (auto v = catalog_.Validate(full); !v) {
+      n.state = IdeaState::kPruned;
+      n.note = "catalog: " + v.error().message;
+      continue;
+    }
+    n.state = IdeaState::kProposed;
+    n.order = ++proposals_;
+    pending_ = id;
+    Candidate c;
+    c.idea = n.key;
+    c.title = n.title;
+    c.delta = delta;
+    c.expected_gain = n.expected_gain;
+    const target::Knob* k = n.kind == IdeaKind::kValue ? catalog_.Find(n.knob) : nullptr;
+    c.rationale = n.why + (k && !k->why.empty() ? ". " + k->why : "");
+    return c;
+  }
+  stop_note_ = "no open idea left";
+  return std::nullopt;
+}
+
+int Planner::FindProposed(const Observation& obs) const {
+  if (pending_ >= 0 && tree_.at(pending_).key == obs.candidate.idea) return pending_;
+  for (const IdeaNode& n : tree_.nodes()) {
+    if (n.state == IdeaState::kProposed && n.key == obs.candidate.idea) return n.id;
+  }
+  return -1;
+}
+
+void Planner::RecordEffect(const std::string& knob, const std::string& value, double log_effect) {
+  Belief& b = beliefs_.at(knob);
+  b.effects[value].push_back(log_effect);
+  b.sum_sq += log_effect * log_effect;
+  ++b.n;
+}
+
+void Planner::Rebase(const std::string& knob, const std::string& new_value) {
+  Belief& b = beliefs_.at(knob);
+  b.reference = new_value;
+  b.current = new_value;
+  b.current_effect = 0;
+  b.effects.clear();
+}
+
+void Planner::ExpandWin(int id) {
+  const std::string knob = tree_.at(id).knob;
+  const std::string value = tree_.at(id).value;
+  const KnobDomain* kd = domain_.Find(knob);
+  if (!kd || !kd->numeric) return;
+  auto xv = NumericValue(value);
+  // Neighbouring values (in the sorted domain) become refinements of the win.
+  const std::vector<std::string> values = kd->values;
+  auto pos = std::find(values.begin(), values.end(), value);
+  if (pos == values.end() || !xv) return;
+  std::vector<std::string> neighbours;
+  if (pos != values.begin()) neighbours.push_back(*(pos - 1));
+  if (pos + 1 != values.end()) neighbours.push_back(*(pos + 1));
+  if (!kd->fixed) {
+    // New values between the win and its neighbours, and one step past an edge.
+    const target::Knob& k = *kd->knob;
+    std::vector<double> fresh;
+    for (const std::string& nb : neighbours) fresh.push_back(std::sqrt(std::max(*xv, 1e-9) * std::max(*NumericValue(nb), 1e-9)));
+    if (pos == values.begin()) fresh.push_back(*xv / 2);
+    if (pos + 1 == values.end()) fresh.push_back(*xv * 2);
+    std::vector<std::string> added;
+    for (double f : fresh) {
+      std::string s = FormatValue(k, f);
+      if (std::find(values.begin(), values.end(), s) != values.end()) continue;
+      if (std::find(added.begin(), added.end(), s) != added.end()) continue;
+      if (!k.ValidateValue(s)) continue;
+      if (k.type == target::KnobType::kInt && *NumericValue(s) < 1 && *xv >= 1) continue;
+      added.push_back(s);
+    }
+    domain_.Extend(knob, added);
+    const KnobDomain* nkd = domain_.Find(knob);
+    for (const std::string& s : added) {
+      int nid = AddValueIdea(*nkd, s, id, "expansion");
+      tree_.at(nid).bonus = 1.25;
+    }
+  }
+  for (const std::string& nb : neighbours) {
+    int nid = tree_.OpenWithKey(knob + "=" + nb);
+    if (nid < 0) continue;
+    tree_.Reparent(nid, id);
+    tree_.at(nid).bonus = 1.25;
+  }
+}
+
+void Planner::ReopenInteractions(const std::string& knob, int win_id) {
+  if (!fw_) return;
+  auto it = fw_->interactions.find(knob);
+  if (it == fw_->interactions.end()) return;
+  for (const std::string& other : it->second) {
+    if (!beliefs_.contains(other)) continue;
+    const KnobDomain* kd = domain_.Find(other);
+    if (!kd) continue;
+    // Rejected values of the other knob were measured on a configuration that no longer
+    // holds: re-test them as refinements of this win, starting from half their effect.
+    double incumbent = IncumbentEffect(other);
+    std::vector<std::pair<std::string, double>> reopen;  // value, relative effect
+    for (const IdeaNode& n : tree_.nodes()) {
+      if (n.kind != IdeaKind::kValue || n.knob != other) continue;
+      if (n.state != IdeaState::kReverted && n.state != IdeaState::kInconclusive) continue;
+      if (std::any_of(reopen.begin(), reopen.end(), [&](const auto& r) { return r.first == n.value; })) continue;
+      reopen.emplace_back(n.value, Posterior(other, n.value, 0.0).mean - incumbent);
+    }
+    Rebase(other, beliefs_.at(other).current);
+    for (const auto& [value, rel] : reopen) {
+      // A pending second look at the same value is superseded by this re-test.
+      if (int old = tree_.OpenWithKey(other + "=" + value); old >= 0) {
+        tree_.at(old).state = IdeaState::kPruned;
+        tree_.at(old).note = "superseded by a re-test after " + tree_.at(win_id).key;
+      }
+      int nid = AddValueIdea(*kd, value, win_id, "reopen");
+      IdeaNode& r = tree_.at(nid);
+      r.prior_mean += 0.5 * rel;
+      r.prior_note += (r.prior_note.empty() ? "" : "; ") + std::string("re-test after ") + tree_.at(win_id).key +
+                      " (was " + Pct(std::expm1(rel)) + ")";
+    }
+  }
+}
+
+void Planner::Observe(const Observation& obs) {
+  int id = FindProposed(obs);
+  if (id < 0) return;  // not ours (warm start, kernel lane)
+  pending_ = -1;
+  // Copies: expanding the tree below may move its nodes.
+  const IdeaNode snapshot = tree_.at(id);
+  IdeaNode& n = tree_.at(id);
+  n.verdict = obs.verdict;
+  n.gain = obs.gain;
+  double log_gain = std::log1p(std::max(obs.gain, -0.99));
+  const std::string& v = obs.verdict;
+  auto knobs_of = [&]() {
+    std::vector<std::string> out;
+    for (const auto& [k, val] : snapshot.delta.values()) out.push_back(k);
+    return out;
+  };
+  if (v == "KEEP") {
+    n.state = IdeaState::kKept;
+    best_level_ += log_gain;
+    if (snapshot.kind == IdeaKind::kValue) {
+      double effect = IncumbentEffect(snapshot.knob) + log_gain;
+      RecordEffect(snapshot.knob, snapshot.value, effect);
+      Belief& b = beliefs_.at(snapshot.knob);
+      b.current = snapshot.value;
+      b.current_effect = effect;
+      ExpandWin(id);
+      ReopenInteractions(snapshot.knob, id);
+    } else {
+      Config resolved = Resolve(snapshot.delta);
+      for (const auto& [k, val] : resolved.values()) {
+        if (beliefs_.contains(k)) Rebase(k, val);
+      }
+      for (const auto& [k, val] : resolved.values()) ReopenInteractions(k, id);
+    }
+  } else if (v == "REVERT" || v == "INCONCLUSIVE" || v == "SCREENED_OUT") {
+    n.state = v == "INCONCLUSIVE" ? IdeaState::kInconclusive : IdeaState::kReverted;
+    if (snapshot.kind == IdeaKind::kValue) {
+      RecordEffect(snapshot.knob, snapshot.value, IncumbentEffect(snapshot.knob) + log_gain);
+      // Measurements are noisy: another look (up to kMaxLooks per value and incumbent),
+      // scored from the updated belief: it ranks low unless the looks so far were near
+      // misses on a promising value.
+      const auto& looks = beliefs_.at(snapshot.knob).effects.at(snapshot.value);
+      if (static_cast<int>(looks.size()) < kMaxLooks && tree_.OpenWithKey(snapshot.key) < 0) {
+        if (const KnobDomain* kd = domain_.Find(snapshot.knob)) {
+          int rid = AddValueIdea(*kd, snapshot.value, id, "retest");
+          tree_.at(rid).prior_mean = snapshot.prior_mean;
+        }
+      }
+    }
+  } else if (v == "LAUNCH_FAILED" || v == "ACCURACY_FAILED") {
+    n.state = IdeaState::kFailed;
+    n.note = v == "LAUNCH_FAILED" ? "launch failed" + (obs.failure_kind.empty() ? "" : ": " + obs.failure_kind)
+                                  : "accuracy gate failed";
+    for (const std::string& k : knobs_of()) {
+      auto it = beliefs_.find(k);
+      if (it == beliefs_.end()) continue;
+      (v == "LAUNCH_FAILED" ? it->second.crashes : it->second.accuracy_failures)++;
+      if (obs.failure_kind == "bad_flag" || obs.failure_kind == "unsupported") {
+        // The engine does not know the flag: no value of it can work.
+        it->second.pruned = true;
+        for (IdeaNode& other : tree_.mutable_nodes()) {
+          if (other.knob == k && other.proposable()) {
+            other.state = IdeaState::kPruned;
+            other.note = "the engine rejected " + k + " (" + obs.failure_kind + ")";
+          }
+        }
+      }
+    }
+  } else if (v == "INVALID") {
+    n.state = IdeaState::kPruned;
+    n.note = "invalid configuration";
+  } else {
+    n.state = IdeaState::kOpen;  // not measured (budget): may come back
+    n.order = 0;
+  }
+  Rescore();
+}
+
+std::string Planner::Save() const {
+  json j;
+  j["version"] = 1;
+  j["initialized"] = initialized_;
+  json dom = json::array();
+  for (const SearchDomain::Saved& d : domain_.ToSaved()) {
+    dom.push_back({{"knob", d.knob}, {"values", d.values}, {"fixed", d.fixed}});
+  }
+  j["domain"] = dom;
+  j["diagnosis"] = {{"bottleneck", std::string(BottleneckName(diagnosis_.bottleneck))},
+                    {"evidence", diagnosis_.evidence}};
+  json beliefs = json::object();
+  for (const auto& [k, b] : beliefs_) {
+    beliefs[k] = {{"reference", b.reference}, {"effects", b.effects},   {"current", b.current},
+                  {"current_effect", b.current_effect}, {"sum_sq", b.sum_sq}, {"n", b.n},
+                  {"crashes", b.crashes}, {"accuracy_failures", b.accuracy_failures}, {"pruned", b.pruned}};
+  }
+  j["beliefs"] = beliefs;
+  j["tree"] = json::parse(tree_.ToJson());
+  j["best_level"] = best_level_;
+  j["proposals"] = proposals_;
+  j["pending"] = pending_;
+  j["ctx"] = {{"concurrency", ctx_.concurrency}, {"cpus", ctx_.cpus}, {"noise", ctx_.noise}};
+  return j.dump();
+}
+
+Status Planner::Load(const std::string& saved) {
+  if (saved.empty()) return Ok();
+  if (saved.front() != '{') {
+    // Another strategy's state (a session started with an older hone or another
+    // strategy): start a fresh tree; measured configurations are still never repeated.
+    stop_note_ = "";
+    return Ok();
+  }
+  auto parsed = TryCatch(ErrorCode::kDataLoss, "planner state", [&]() -> Status {
+    json j = json::parse(saved);
+    if (j.value("version", 0) != 1) return DataLoss("planner state: unknown version");
+    initialized_ = j.value("initialized", false);
+    if (!initialized_) return Ok();
+    std::vector<SearchDomain::Saved> dom;
+    for (const json& d : j.at("domain")) {
+      dom.push_back({d.at("knob").get<std::string>(), d.at("values").get<std::vector<std::string>>(),
+                       d.value("fixed", true)});
+    }
+    HONE_ASSIGN_OR_RETURN(domain_, SearchDomain::Restore(catalog_, dom));
+    diagnosis_.bottleneck = ParseBottleneck(j.at("diagnosis").value("bottleneck", "unknown")).value_or(Bottleneck::kUnknown);
+    diagnosis_.evidence = j.at("diagnosis").value("evidence", "");
+    beliefs_.clear();
+    for (const auto& [k, b] : j.at("beliefs").items()) {
+      Belief x;
+      x.reference = b.value("reference", "");
+      x.effects = b.at("effects").get<std::map<std::string, std::vector<double>>>();
+      x.current = b.value("current", "");
+      x.current_effect = b.value("current_effect", 0.0);
+      x.sum_sq = b.value("sum_sq", 0.0);
+      x.n = b.value("n", 0);
+      x.crashes = b.value("crashes", 0);
+      x.accuracy_failures = b.value("accuracy_failures", 0);
+      x.pruned = b.value("pruned", false);
+      beliefs_[k] = std::move(x);
+    }
+    HONE_ASSIGN_OR_RETURN(tree_, IdeaTree::FromJson(j.at("tree").dump()));
+    best_level_ = j.value("best_level", 0.0);
+    proposals_ = j.value("proposals", 0);
+    pending_ = j.value("pending", -1);
+    ctx_.concurrency = j.at("ctx").value("concurrency", 1);
+    ctx_.cpus = j.at("ctx").value("cpus", 1);
+    ctx_.noise = j.at("ctx").value("noise", options_.default_noise);
+    return Ok();
+  });
+  if (!parsed) return Fail(parsed.error());
+  return *parsed;
+}
+
+std::string Planner::Describe() const {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "planner (idea tree): %d ideas proposed: %d kept, %d reverted, %d inconclusive, %d failed; %d open, %d "
+                "pruned; kept gains compound to %s over the start\n",
+                proposals_, tree_.Count(IdeaState::kKept), tree_.Count(IdeaState::kReverted),
+                tree_.Count(IdeaState::kInconclusive), tree_.Count(IdeaState::kFailed), tree_.Count(IdeaState::kOpen),
+                tree_.Count(IdeaState::kPruned), Pct(std::expm1(best_level_)).c_str());
+  std::string out = buf;
+  out += "diagnosis: " + std::string(BottleneckName(diagnosis_.bottleneck)) +
+         (diagnosis_.evidence.empty() ? "" : " (" + diagnosis_.evidence + ")");
+  out += ctx_.headroom ? "; roofline headroom " + Num(*ctx_.headroom) : "; roofline headroom unknown";
+  out += "\n";
+  if (!stop_note_.empty()) out += "stopped: " + stop_note_ + "\n";
+  out += tree_.Describe(3);
+  return out;
+}
+
+Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& strategy, const target::KnobCatalog& catalog,
+                                               const Heuristics& heuristics, PlannerOptions options, uint64_t seed) {
+  if (strategy == "planner") return std::unique_ptr<Proposer>(new Planner(catalog, heuristics, std::move(options)));
+  if (strategy == "random") return std::unique_ptr<Proposer>(new RandomProposer(catalog, options.domain, seed));
+  if (strategy == "grid") return std::unique_ptr<Proposer>(new GridProposer(catalog, options.domain, 0, seed));
+  return InvalidArgument("unknown search strategy '" + strategy + "' (planner, random, grid)");
+}
+
+}  // namespace hone::search

@@ -1,0 +1,148 @@
+// Planner: hone's proposer. An idea tree (idea_tree.h) scored by expected gain, cost,
+// accuracy risk and urgency, rescored after every observation.
+//
+// Beliefs. Every knob has a reference value (its stock value), the effects measured so
+// far relative to it (log objective ratios), and the value the incumbent holds. The
+// prior spread of a knob's effects comes from its catalog category (heuristics.h),
+// scaled by the baseline's bottleneck diagnosis (decode-, prefill-, KV-capacity-bound,
+// queueing), and is re-estimated from the knob's measured effects (knobs that did
+// nothing shrink, knobs that moved the objective grow). Numeric knobs are modelled by a
+// Gaussian process over log2(value) (gp.h): a measured neighbour predicts the next
+// value. Enum and bool values are independent under the knob's spread, shifted by value
+// hints ("parallel = concurrency") and knowledge-base learnings.
+//
+// Score of an open idea = expected improvement over the incumbent's value of the knob
+// (capped by the roofline headroom: nothing gains more than the distance to the bound)
+//   x (1 - accuracy-risk penalty x (1 - urgency))
+//   x 0.5^(launch failures of the knob this session) x 0.5^(accuracy failures)
+//   x (1 - 0.8 x knowledge-base failure confidence) x double-down bonus / trial cost.
+// Outcomes: KEEP makes the value the incumbent's, adds refinements as its children
+// (neighbouring numeric values; new in-between values when the domain is not fixed) and
+// re-opens rejected ideas of interacting knobs; REVERT/INCONCLUSIVE record the effect
+// (the model learns from losers too); LAUNCH_FAILED and ACCURACY_FAILED fail the idea
+// and penalize the knob (bad_flag/unsupported prune the whole knob); a knowledge-base
+// bad_flag prior prunes the value before it is ever tried. A candidate whose full
+// configuration the catalog rejects (a conflict) is pruned, never proposed. Next()
+// returns nothing once the best remaining expected gain is below min_expected_gain.
+//
+// State (tree + beliefs) round-trips through Save()/Load(); Describe() prints the tree.
+// Not thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "search/domain.h"
+#include "search/gp.h"
+#include "search/heuristics.h"
+#include "search/idea_tree.h"
+#include "search/proposer.h"
+#include "target/catalog.h"
+
+namespace hone::search {
+
+// Experience from the knowledge base (kb::RecipeStore::Learnings/Failures), as the
+// search sees it. A learning has an empty failure_kind and a measured relative effect;
+// a failure names its kind ("bad_flag", "out_of_memory", "crashed", "accuracy_failed",
+// "regressed", ...). `confidence` is the recipe's match confidence (0..1).
+struct Prior {
+  std::string knob;
+  std::string value;
+  double effect = 0;
+  double confidence = 0;
+  std::string failure_kind;
+};
+
+struct PlannerOptions {
+  DomainOptions domain;
+  std::vector<Prior> priors;
+  // Heuristics section to use (default: the catalog's framework).
+  std::string framework;
+  // Below this expected relative gain the planner stops proposing.
+  double min_expected_gain = 0.002;
+  // Observation noise sd (log ratio) when the context gives no noise floor.
+  double default_noise = 0.03;
+  // GP length scale in doublings of the value.
+  double length_scale = 1.0;
+  // Trust in a knob's spread prior, in pseudo-observations.
+  double prior_weight = 1.5;
+};
+
+class Planner final : public Proposer {
+ public:
+  Planner(const target::KnobCatalog& catalog, Heuristics heuristics, PlannerOptions options);
+  std::optional<Candidate> Next(const ProposalContext& ctx) override;
+  void Observe(const Observation& obs) override;
+  std::string Save() const override;
+  Status Load(const std::string& saved) override;
+  std::string Describe() const override;
+
+  // For tests and the report.
+  const IdeaTree& tree() const { return tree_; }
+  const Diagnosis& diagnosis() const { return diagnosis_; }
+  // Rescores every open idea with the last context (Next() does it with the new one).
+  void Rescore();
+  // The current spread (sd of log effects) of a knob's values.
+  double KnobScale(const std::string& knob) const;
+
+ private:
+  struct Belief {
+    std::string reference;                 // value the effects are relative to
+    std::map<std::string, std::vector<double>> effects;  // value -> measured log effects vs reference
+    std::string current;                   // value in the incumbent
+    double current_effect = 0;             // its effect when it was never measured here
+    double sum_sq = 0;                     // evidence for the spread, kept across rebases
+    int n = 0;
+    int crashes = 0;
+    int accuracy_failures = 0;
+    bool pruned = false;
+  };
+  struct Context {  // what rescoring needs from the last ProposalContext
+    std::optional<double> headroom;
+    double noise = 0.03;
+    int concurrency = 1;
+    int cpus = 1;
+  };
+
+  Status Init(const ProposalContext& ctx);
+  int AddValueIdea(const KnobDomain& kd, const std::string& value, int parent, const std::string& origin);
+  void AddBundles();
+  void ScoreNode(IdeaNode& n);
+  // Belief about a value's effect vs the knob's reference after what was measured:
+  // a GP over log2(value) for numeric knobs, a conjugate normal per value otherwise.
+  GpPrediction Posterior(const std::string& knob, const std::string& value, double prior_mean) const;
+  // The estimated effect of the incumbent's value of a knob.
+  double IncumbentEffect(const std::string& knob) const;
+  double PriorScale(const std::string& category) const;
+  Config Resolve(const Config& delta) const;
+  void RecordEffect(const std::string& knob, const std::string& value, double log_effect);
+  void Rebase(const std::string& knob, const std::string& new_value);
+  void ExpandWin(int id);
+  void ReopenInteractions(const std::string& knob, int win_id);
+  int FindProposed(const Observation& obs) const;
+
+  const target::KnobCatalog& catalog_;
+  Heuristics heuristics_;
+  PlannerOptions options_;
+  const FrameworkHeuristics* fw_ = nullptr;
+  bool initialized_ = false;
+  SearchDomain domain_;
+  IdeaTree tree_;
+  std::map<std::string, Belief> beliefs_;
+  Diagnosis diagnosis_;
+  Context ctx_;
+  double best_level_ = 0;  // log(best / stock), from kept gains
+  int proposals_ = 0;
+  int pending_ = -1;
+  std::string stop_note_;
+};
+
+// The proposer a session's `search.strategy` names: planner, random or grid.
+Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& strategy, const target::KnobCatalog& catalog,
+                                               const Heuristics& heuristics, PlannerOptions options, uint64_t seed);
+
+}  // namespace hone::search

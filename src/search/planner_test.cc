@@ -1,0 +1,356 @@
+#include "search/planner.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sys/files.h"
+#include "testing/test_util.h"
+
+namespace hone::search {
+namespace {
+
+// A small catalog with one knob of each kind the planner treats differently.
+constexpr const char* kCatalog = R"(framework: demo
+versions: "*"
+knobs:
+  - {name: threads, flag: --threads, type: int, min: 1, max: 64, default: "8", category: threads,
+     search: ["2", "4", "8", "16", "32"]}
+  - {name: ubatch, flag: --ubatch, type: int, min: 1, max: 4096, default: "512", category: batching,
+     search: ["64", "128", "256", "512", "1024"]}
+  - {name: fa, flag: --fa, type: enum, choices: ["on", "off"], default: "on", category: attention}
+  - {name: kv, flag: --kv, type: enum, choices: [f16, q8_0, q4_0], default: f16, category: precision,
+     accuracy_risk: high, conflicts: ["fa=off"]}
+  - {name: spec, flag: --spec, type: enum, choices: [none, ngram], default: none, category: speculative}
+  - {name: slots, flag: --slots, type: int, min: 1, max: 64, default: "1", category: batching}
+)";
+
+constexpr const char* kHeuristics = R"(categories:
+  threads: {scale: 0.25}
+  batching: {scale: 0.20}
+  attention: {scale: 0.10}
+  precision: {scale: 0.30, cost: 1.5}
+  speculative: {scale: 0.10}
+risk_penalty: {none: 0, high: 0.35}
+diagnosis: {queue_depth: 0.5, roofline: {memory_bandwidth: decode}}
+bottlenecks:
+  queueing: {batching: 2.0}
+  decode: {speculative: 3.0}
+frameworks:
+  demo:
+    value_hints: {slots: [concurrency]}
+    interactions: {kv: [ubatch]}
+    bundles:
+      - {title: "slots = concurrency with fa", when: [queueing], category: batching, delta: {slots: concurrency, fa: "on"}}
+)";
+
+class PlannerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = sys::TempDir::Create("hone-planner");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+    std::string p = (dir_->path() / "c.yaml").string();
+    ASSERT_OK(sys::WriteFileAtomic(p, kCatalog));
+    ASSERT_OK_AND_ASSIGN(catalog_, target::KnobCatalog::Load(p));
+    ASSERT_OK_AND_ASSIGN(heuristics_, Heuristics::Parse(kHeuristics, "h.yaml"));
+    ctx_.cpus = 8;
+    ctx_.concurrency = 4;
+  }
+  std::unique_ptr<Planner> Make(PlannerOptions o = {}) { return std::make_unique<Planner>(catalog_, heuristics_, o); }
+  // Proposes, then reports `verdict` with `gain` the way the coordinator does.
+  Candidate Step(Planner& p, const std::string& verdict, double gain, const std::string& failure = "") {
+    auto c = p.Next(ctx_);
+    EXPECT_TRUE(c.has_value());
+    if (!c) return {};
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (verdict == "KEEP") ctx_.best = full;
+    p.Observe({*c, full, verdict, gain, failure});
+    return *c;
+  }
+  const IdeaNode* Node(const Planner& p, const std::string& key, IdeaState state) {
+    for (const IdeaNode& n : p.tree().nodes()) {
+      if (n.key == key && n.state == state) return &n;
+    }
+    return nullptr;
+  }
+  const IdeaNode* Open(const Planner& p, const std::string& key) { return Node(p, key, IdeaState::kOpen); }
+
+  std::unique_ptr<sys::TempDir> dir_;
+  target::KnobCatalog catalog_;
+  Heuristics heuristics_;
+  ProposalContext ctx_;
+};
+
+TEST_F(PlannerTest, FirstIdeaComesFromTheLargestExpectedGainPerCost) {
+  auto p = Make({.domain = {.exclude = {"slots"}}});  // no value hints in play
+  auto c = p->Next(ctx_);
+  ASSERT_TRUE(c);
+  // threads (scale 0.25, cost 1) beats precision (0.30, but cost 1.5 and high risk).
+  EXPECT_TRUE(c->idea.starts_with("threads=")) << c->idea;
+  EXPECT_GT(c->expected_gain, 0.05);
+  EXPECT_NE(c->rationale.find("expected"), std::string::npos);
+  // Every open idea was scored; the stock values are no ideas.
+  EXPECT_EQ(Open(*p, "threads=8"), nullptr);
+  for (const IdeaNode& n : p->tree().nodes()) {
+    if (n.proposable()) {
+      EXPECT_GT(n.score, 0) << n.key;
+    }
+  }
+}
+
+TEST_F(PlannerTest, DiagnosisScalesCategoriesAndAddsBundles) {
+  ctx_.baseline_metrics = {{"queue_depth_mean", 2.0}};
+  auto p = Make();
+  auto c = p->Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(p->diagnosis().bottleneck, Bottleneck::kQueueing);
+  // Batching doubled (0.4) now leads; the hint slots = concurrency is its best value.
+  EXPECT_EQ(c->idea, "slots=4") << c->idea;
+  EXPECT_NE(c->rationale.find("hint: concurrency"), std::string::npos) << c->rationale;
+  bool bundle = false;
+  for (const IdeaNode& n : p->tree().nodes()) bundle = bundle || n.kind == IdeaKind::kBundle;
+  EXPECT_TRUE(bundle);
+  // A roofline class overrides the metrics.
+  ctx_.bottleneck = "memory_bandwidth";
+  auto q = Make({.domain = {.exclude = {"slots"}}});
+  auto d = q->Next(ctx_);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(q->diagnosis().bottleneck, Bottleneck::kDecode);
+  EXPECT_EQ(d->idea, "spec=ngram");
+}
+
+TEST_F(PlannerTest, RescoringAfterAnObservationMovesTheNumericModel) {
+  auto p = Make({.domain = {.only = {"threads"}}});
+  Candidate first = Step(*p, "REVERT", -0.40);  // a much worse thread count
+  auto first_value = *NumericValue(first.delta.values().begin()->second);
+  // The GP now expects values on the same side to be bad too: the next idea lies on
+  // the other side of the stock value (8).
+  auto c = p->Next(ctx_);
+  ASSERT_TRUE(c);
+  double next_value = *NumericValue(c->delta.values().begin()->second);
+  EXPECT_EQ(first_value < 8, next_value > 8) << first.idea << " then " << c->idea;
+}
+
+TEST_F(PlannerTest, AWinDoublesDownOnItsNeighbours) {
+  auto p = Make({.domain = {.only = {"ubatch"}}});
+  Candidate c = Step(*p, "KEEP", 0.20);
+  const IdeaNode* kept = Node(*p, c.idea, IdeaState::kKept);
+  ASSERT_NE(kept, nullptr);
+  double won = *NumericValue(kept->value);
+  // Not a fixed domain: new values next to the win (between it and its neighbours, or
+  // one step past the edge) became its children, with the double-down bonus.
+  int refined = 0;
+  for (int id : kept->children) {
+    const IdeaNode& n = p->tree().at(id);
+    if (n.origin != "expansion") continue;
+    ++refined;
+    EXPECT_GT(n.bonus, 1.0);
+    double v = *NumericValue(n.value);
+    EXPECT_TRUE(v >= won / 2 - 1e-9 && v <= won * 2 + 1e-9 && v != won) << n.key;
+  }
+  EXPECT_GE(refined, 1);
+  // The next proposal refines the win.
+  auto next = p->Next(ctx_);
+  ASSERT_TRUE(next);
+  bool is_child = false;
+  for (int id : Node(*p, c.idea, IdeaState::kKept)->children) {
+    is_child = is_child || (p->tree().at(id).key == next->idea && p->tree().at(id).state == IdeaState::kProposed);
+  }
+  EXPECT_TRUE(is_child) << c.idea << " then " << next->idea;
+}
+
+TEST_F(PlannerTest, FixedDomainsReparentNeighboursInsteadOfInventingValues) {
+  PlannerOptions o;
+  o.domain.fixed = {{"ubatch", {"64", "256", "512", "1024"}}};
+  auto p = Make(o);
+  ctx_.stock = Config{{"ubatch", "512"}};
+  ctx_.best = ctx_.stock;
+  Candidate c = Step(*p, "KEEP", 0.2);
+  const IdeaNode* kept = Node(*p, c.idea, IdeaState::kKept);
+  ASSERT_NE(kept, nullptr);
+  for (const IdeaNode& n : p->tree().nodes()) EXPECT_NE(n.origin, "expansion") << n.key;
+  // The win's untried neighbours in the domain now hang under it.
+  const std::vector<std::string> values = {"64", "256", "512", "1024"};
+  size_t pos = std::find(values.begin(), values.end(), kept->value) - values.begin();
+  int moved = 0;
+  for (size_t nb : {pos - 1, pos + 1}) {
+    if (nb >= values.size()) continue;
+    const IdeaNode* n = Open(*p, "ubatch=" + values[nb]);
+    if (!n) continue;
+    EXPECT_EQ(n->parent, kept->id) << n->key;
+    ++moved;
+  }
+  EXPECT_GE(moved, 1);
+}
+
+TEST_F(PlannerTest, LaunchFailuresHalveTheKnobsOtherIdeas) {
+  auto p = Make({.domain = {.only = {"threads"}}});
+  auto fresh = Make({.domain = {.only = {"threads"}}});
+  ProposalContext ctx = ctx_;
+  ASSERT_TRUE(fresh->Next(ctx));
+  Candidate c = Step(*p, "LAUNCH_FAILED", 0, "crashed");
+  const IdeaNode* failed = Node(*p, c.idea, IdeaState::kFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_NE(failed->note.find("crashed"), std::string::npos);
+  int compared = 0;
+  for (const IdeaNode& n : p->tree().nodes()) {
+    if (!n.proposable()) continue;
+    const IdeaNode* f = Open(*fresh, n.key);
+    ASSERT_NE(f, nullptr);
+    EXPECT_NEAR(n.score, f->score * 0.5, 1e-9) << n.key;
+    ++compared;
+  }
+  EXPECT_GT(compared, 0);
+}
+
+TEST_F(PlannerTest, ABadFlagPrunesEveryValueOfTheKnob) {
+  auto p = Make({.domain = {.only = {"ubatch", "fa"}}});
+  ctx_.baseline_metrics = {{"queue_depth_mean", 2.0}};  // batching first
+  Candidate c = Step(*p, "LAUNCH_FAILED", 0, "bad_flag");
+  ASSERT_TRUE(c.idea.starts_with("ubatch=")) << c.idea;
+  int pruned = 0;
+  for (const IdeaNode& n : p->tree().nodes()) {
+    if (n.knob != "ubatch" || n.kind != IdeaKind::kValue || n.key == c.idea) continue;
+    EXPECT_EQ(n.state, IdeaState::kPruned) << n.key;
+    EXPECT_NE(n.note.find("bad_flag"), std::string::npos);
+    ++pruned;
+  }
+  EXPECT_GE(pruned, 3);
+  auto next = p->Next(ctx_);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->idea, "fa=off");
+}
+
+TEST_F(PlannerTest, KnowledgeBasePriorsPenalizeCrashesPruneBadFlagsAndRaiseLearnings) {
+  PlannerOptions o;
+  o.domain.only = {"threads", "kv"};
+  o.priors = {{"threads", "16", 0, 0.9, "crashed"},
+              {"threads", "32", 0, 0.9, "bad_flag"},
+              {"kv", "q8_0", 0.30, 0.8, ""}};
+  auto p = Make(o);
+  auto c = p->Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->idea, "kv=q8_0");  // the learning beats the generic threads prior
+  EXPECT_NE(c->rationale.find("kb: +30.0%"), std::string::npos) << c->rationale;
+  EXPECT_NE(Node(*p, "threads=32", IdeaState::kPruned), nullptr);
+  const IdeaNode* t16 = Open(*p, "threads=16");
+  const IdeaNode* t4 = Open(*p, "threads=4");
+  ASSERT_NE(t16, nullptr);
+  ASSERT_NE(t4, nullptr);
+  EXPECT_LT(t16->score, t4->score * 0.5);
+}
+
+TEST_F(PlannerTest, AKeepReopensRejectedValuesOfInteractingKnobs) {
+  auto p = Make({.domain = {.only = {"kv", "ubatch"}}});
+  // Reject every ubatch idea first, then keep a kv value.
+  std::set<std::string> rejected;
+  for (int i = 0; i < 30; ++i) {
+    auto c = p->Next(ctx_);
+    ASSERT_TRUE(c);
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (c->idea.starts_with("kv=")) {
+      ctx_.best = full;
+      p->Observe({*c, full, "KEEP", 0.25, ""});
+      break;
+    }
+    rejected.insert(c->idea);
+    p->Observe({*c, full, "REVERT", -0.02, ""});
+  }
+  ASSERT_FALSE(rejected.empty());
+  int reopened = 0;
+  for (const IdeaNode& n : p->tree().nodes()) {
+    if (n.origin != "reopen") continue;
+    ++reopened;
+    EXPECT_TRUE(rejected.contains(n.key)) << n.key;
+    EXPECT_EQ(p->tree().at(n.parent).state, IdeaState::kKept);
+    EXPECT_NE(n.prior_note.find("re-test after kv="), std::string::npos);
+  }
+  EXPECT_GT(reopened, 0);
+}
+
+TEST_F(PlannerTest, ConflictingCandidatesAreNeverProposed) {
+  auto p = Make({.domain = {.only = {"kv", "fa"}}});
+  ctx_.best = Config{{"fa", "off"}};  // any kv value conflicts with fa=off
+  ctx_.stock = ctx_.best;
+  for (int i = 0; i < 10; ++i) {
+    auto c = p->Next(ctx_);
+    if (!c) break;
+    Config full = ctx_.best.Merged(c->delta);
+    EXPECT_OK(catalog_.Validate(full));
+    ctx_.tried.insert(full.Hash());
+    p->Observe({*c, full, "REVERT", -0.01, ""});
+  }
+  bool pruned = false;
+  for (const IdeaNode& n : p->tree().nodes()) {
+    if (n.knob == "kv" && n.state == IdeaState::kPruned) {
+      pruned = true;
+      EXPECT_NE(n.note.find("conflicts with fa=off"), std::string::npos) << n.note;
+    }
+  }
+  EXPECT_TRUE(pruned);
+}
+
+TEST_F(PlannerTest, HeadroomCapsExpectedGainsAndStopsTheSearchAtTheRoof) {
+  ctx_.headroom = 0.5;  // at most 2x from here
+  auto p = Make();
+  auto c = p->Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_LE(c->expected_gain, 1.0 + 1e-9);
+  ctx_.headroom = 0.999;  // at the roofline: nothing worth a trial
+  auto q = Make();
+  EXPECT_FALSE(q->Next(ctx_).has_value());
+  EXPECT_NE(q->Describe().find("converged"), std::string::npos);
+}
+
+TEST_F(PlannerTest, NearMissesGetAnotherLookAndLosersDoNot) {
+  auto p = Make({.domain = {.only = {"kv"}}});
+  Candidate c = Step(*p, "REVERT", -0.01);  // within noise
+  const IdeaNode* retest = nullptr;
+  for (const IdeaNode& n : p->tree().nodes()) {
+    if (n.key == c.idea && n.origin == "retest" && n.state == IdeaState::kOpen) retest = &n;
+  }
+  ASSERT_NE(retest, nullptr);
+  double near_miss = retest->score;
+  auto q = Make({.domain = {.only = {"kv"}}});
+  ctx_.tried.clear();
+  ctx_.best = {};
+  Candidate d = Step(*q, "REVERT", -0.6);  // clearly worse
+  ASSERT_EQ(c.idea, d.idea);
+  for (const IdeaNode& n : q->tree().nodes()) {
+    if (n.key == d.idea && n.origin == "retest" && n.state == IdeaState::kOpen) {
+      EXPECT_LT(n.score, near_miss / 10);
+    }
+  }
+}
+
+TEST_F(PlannerTest, StateRoundTripsAndDescribeShowsTheTree) {
+  auto p = Make();
+  Step(*p, "KEEP", 0.12);
+  Step(*p, "REVERT", -0.05);
+  Step(*p, "LAUNCH_FAILED", 0, "out_of_memory");
+  std::string saved = p->Save();
+  auto q = Make();
+  ASSERT_OK(q->Load(saved));
+  EXPECT_EQ(q->Save(), saved);
+  // Both continue identically.
+  auto a = p->Next(ctx_);
+  auto b = q->Next(ctx_);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->idea, b->idea);
+  std::string d = q->Describe();
+  EXPECT_NE(d.find("4 ideas proposed: 1 kept, 1 reverted, 0 inconclusive, 1 failed"), std::string::npos) << d;
+  EXPECT_NE(d.find("KEEP"), std::string::npos);
+  EXPECT_NE(d.find("launch failed: out_of_memory"), std::string::npos) << d;
+  auto bad = Make();
+  EXPECT_FALSE(bad->Load("{not json"));
+  // Another strategy's saved state (the catalog proposer's lines): a fresh tree.
+  auto other = Make();
+  ASSERT_OK(other->Load("p weights=q8_0\no weights=q8_0 REVERT\n"));
+  EXPECT_TRUE(other->Next(ctx_).has_value());
+}
+
+}  // namespace
+}  // namespace hone::search
