@@ -414,7 +414,8 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
         m.total_tok_s = total_tps;
         m.output_tok_s = output_tps;
         HONE_ASSIGN_OR_RETURN(roofline::Headroom h, roofline::Classify(b, m));
-        return session::RooflineNote{hw.id + ": " + h.summary, h.ratio, h.saturated};
+        return session::RooflineNote{hw.id + ": " + h.summary, h.ratio, h.saturated,
+                                     std::string(roofline::BoundClassName(h.bound_class))};
       };
     }
   }

@@ -432,6 +432,12 @@ Status Coordinator::Prelude() {
     double n = static_cast<double>(state_.baseline_trials.size() + state_.aa_trials.size());
     state_.baseline_total_tps += (o.result.total_tps - state_.baseline_total_tps) / n;
     state_.baseline_output_tps += (o.result.output_tps - state_.baseline_output_tps) / n;
+    for (const char* name : {"mean_ttft_ms", "mean_tpot_ms", "kv_usage_max", "queue_depth_mean", "running_mean"}) {
+      auto v = bench::Metric(o.result, name);
+      if (!v) continue;
+      auto [it, fresh] = state_.baseline_metrics.try_emplace(name, *v);
+      if (!fresh) it->second += (*v - it->second) / n;
+    }
     HONE_TRY(Save());
   }
   // A noisy machine gets up to two more A/A pairs before the floor is fixed.
@@ -482,7 +488,11 @@ Status Coordinator::Prelude() {
   if (services_.roofline && state_.roofline.empty()) {
     auto note = services_.roofline(state_.stock, state_.baseline_total_tps, state_.baseline_output_tps);
     state_.roofline = note ? "stock: " + note->summary : "unavailable: " + note.error().message;
-    if (note) state_.roofline_saturated = note->saturated;
+    if (note) {
+      state_.roofline_saturated = note->saturated;
+      state_.roofline_ratio = note->ratio;
+      state_.roofline_bound = note->bound_class;
+    }
     Event("roofline", {{"summary", state_.roofline}});
     Progress("roofline " + state_.roofline);
   }
@@ -612,6 +622,15 @@ Status Coordinator::Framework() {
     ctx.concurrency = spec_.workload.concurrency;
     ctx.cpus = services_.cpus;
     ctx.gpu = services_.gpu;
+    // Evidence for the planner: how far below the roofline the stock runs, what binds
+    // it, its bench metrics and the noise one measured gain carries.
+    // (A ratio above 1 means the bound's inputs are wrong: no evidence then.)
+    if (state_.roofline_ratio > 0 && state_.roofline_ratio <= 1.0) ctx.headroom = state_.roofline_ratio;
+    ctx.bottleneck = state_.roofline_bound;
+    ctx.baseline_metrics = state_.baseline_metrics;
+    ctx.baseline_metrics["concurrency"] = spec_.workload.concurrency;
+    if (spec_.workload.osl > 0) ctx.baseline_metrics["osl"] = static_cast<double>(spec_.workload.osl);
+    if (state_.noise_floor > 0) ctx.noise_floor = state_.noise_floor;
     auto idea = services_.proposer ? services_.proposer->Next(ctx) : std::nullopt;
     if (!idea) {
       note = "no more ideas";

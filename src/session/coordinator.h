@@ -94,6 +94,7 @@ struct RooflineNote {
   std::string summary;     // one line: bound, measured/bound, bound class
   double ratio = 0;        // measured / bound
   bool saturated = false;  // at the ceiling: another cycle cannot help
+  std::string bound_class; // compute | memory_bandwidth | kv_capacity | overhead
 };
 
 struct CriticNote {

@@ -171,6 +171,56 @@ TEST_F(CoordinatorTest, RooflineSaturationEndsCycling) {
   EXPECT_NE(s->roofline.find("; best: "), std::string::npos) << s->roofline;
 }
 
+// Records the evidence the coordinator hands the search with each request.
+class CapturingProposer final : public search::Proposer {
+ public:
+  std::optional<search::Candidate> Next(const search::ProposalContext& ctx) override {
+    seen.push_back(ctx);
+    if (seen.size() > 1) return std::nullopt;
+    search::Candidate c;
+    c.idea = "a=1";
+    c.delta = Config{{"a", "1"}};
+    return c;
+  }
+  void Observe(const search::Observation&) override {}
+  std::string Save() const override { return ""; }
+  Status Load(const std::string&) override { return Ok(); }
+  std::string Describe() const override { return ""; }
+  std::vector<search::ProposalContext> seen;
+};
+
+TEST_F(CoordinatorTest, TheSearchGetsTheRooflineNoiseFloorAndBaselineMetrics) {
+  exec_.factors = {{"a=1", 1.3}};
+  CapturingProposer p;
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.roofline = [&](const Config&, double, double) -> Result<RooflineNote> {
+    return RooflineNote{"memory-bandwidth bound", 0.4, false, "memory_bandwidth"};
+  };
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  spec.workload.concurrency = 4;
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  auto s = c.Run();
+  ASSERT_OK(s);
+  ASSERT_FALSE(p.seen.empty());
+  const search::ProposalContext& ctx = p.seen.front();
+  ASSERT_TRUE(ctx.headroom.has_value());
+  EXPECT_DOUBLE_EQ(*ctx.headroom, 0.4);
+  EXPECT_EQ(ctx.bottleneck, "memory_bandwidth");
+  ASSERT_TRUE(ctx.noise_floor.has_value());
+  EXPECT_DOUBLE_EQ(*ctx.noise_floor, s->noise_floor);
+  EXPECT_EQ(ctx.baseline_metrics.at("concurrency"), 4);
+  EXPECT_EQ(ctx.baseline_metrics.at("osl"), static_cast<double>(spec.workload.osl));
+  // The evidence survives a save and load (a resumed session plans the same way).
+  auto loaded = LoadState(dir_->path().string());
+  ASSERT_OK(loaded);
+  EXPECT_DOUBLE_EQ(loaded->roofline_ratio, 0.4);
+  EXPECT_EQ(loaded->roofline_bound, "memory_bandwidth");
+}
+
 class FakePatchLane final : public PatchLane {
  public:
   std::vector<PatchIdea> Pending(const SessionState& s) override {

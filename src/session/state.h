@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,11 @@ struct SessionState {
   std::string agents;        // agent usage, calibration and rejections (when agents ran)
   std::string roofline;      // headroom summary (when available)
   bool roofline_saturated = false;
+  double roofline_ratio = 0;   // stock measured / bound (0: unknown)
+  std::string roofline_bound;  // the stock's bound class (search evidence)
+  // Means over the stock trials of the bench metrics the search diagnoses from
+  // (mean_ttft_ms, mean_tpot_ms, kv_usage_max, queue_depth_mean, running_mean).
+  std::map<std::string, double> baseline_metrics;
   double baseline_total_tps = 0, baseline_output_tps = 0;  // means over the stock trials
   std::string search_state;  // the proposer's saved tree (opaque)
 

@@ -165,6 +165,9 @@ std::string StateToJson(const SessionState& s) {
             {"agents", s.agents},
             {"roofline", s.roofline},
             {"roofline_saturated", s.roofline_saturated},
+            {"roofline_ratio", s.roofline_ratio},
+            {"roofline_bound", s.roofline_bound},
+            {"baseline_metrics", s.baseline_metrics},
             {"baseline_total_tps", s.baseline_total_tps},
             {"baseline_output_tps", s.baseline_output_tps},
             {"search_state", s.search_state},
@@ -241,6 +244,9 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.agents = j.value("agents", "");
     s.roofline = j.value("roofline", "");
     s.roofline_saturated = j.value("roofline_saturated", false);
+    s.roofline_ratio = j.value("roofline_ratio", 0.0);
+    s.roofline_bound = j.value("roofline_bound", "");
+    if (j.contains("baseline_metrics")) s.baseline_metrics = j.at("baseline_metrics").get<std::map<std::string, double>>();
     s.baseline_total_tps = j.value("baseline_total_tps", 0.0);
     s.baseline_output_tps = j.value("baseline_output_tps", 0.0);
     s.search_state = j.value("search_state", "");
