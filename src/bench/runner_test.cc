@@ -51,16 +51,26 @@ class FakeServer {
     }
     Mode m = mode_(i);
     int n = MaxTokens(req.body);
+    // The request leaves the count before its last byte is written: a client may
+    // start its next request the moment it reads the end, before this handler returns.
+    bool counted = true;
+    auto leave = [&] {
+      if (counted) --cur_;
+      counted = false;
+    };
     switch (m) {
       case Mode::k429:
+        leave();
         w.Write("HTTP/1.1 429 Too Many Requests\r\nContent-Length: 4\r\n\r\nslow");
         break;
       case Mode::k503:
+        leave();
         w.Write("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 7\r\n\r\nloading");
         break;
       case Mode::kReset:
         w.Write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
         w.WriteChunk("data: {\"choices\":[{\"text\":\"a\"}]}\n\n");
+        leave();
         w.Reset();
         break;
       default: {
@@ -71,18 +81,19 @@ class FakeServer {
           if (delay_.count()) std::this_thread::sleep_for(delay_);
           if (m == Mode::kStall && k == 0) std::this_thread::sleep_for(600ms);
           if (m == Mode::kTruncate && k == 0) {
+            leave();
             w.EndChunks();
-            --cur_;
             return;
           }
         }
+        leave();
         w.WriteChunk("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":" + std::to_string(n) +
                      "}}\n\n");
         w.WriteChunk("data: [DONE]\n\n");
         w.EndChunks();
       }
     }
-    --cur_;
+    leave();
   }
 
   std::function<Mode(int)> mode_;
