@@ -10,6 +10,7 @@
 #include "model/gguf.h"
 #include "model/synth.h"
 #include "report/report.h"
+#include "roofline/host_probe.h"
 #include "roofline/roofline.h"
 #include "search/planner.h"
 #include "spec/yaml.h"
@@ -396,6 +397,16 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
         break;
       }
     }
+    if (hw && hw->kind == roofline::DeviceKind::kCpu) {
+      // A CPU entry names a family; the host behind it may stream twice the table's
+      // bandwidth. Measure it (under a second) so the bound holds on this machine.
+      auto bw = roofline::MeasureReadBandwidth({.threads = std::max(1, w->machine.cpus)});
+      if (bw && *bw > 0) {
+        char source[96];
+        std::snprintf(source, sizeof source, "read probe at session start, %.1f GB/s", *bw / 1e9);
+        *hw = roofline::WithMeasuredBandwidth(*hw, *bw, source);
+      }
+    }
     if (hw) {
       roofline::ModelSpec ms = *model_spec;
       const spec::WorkloadSpec& wl = spec.workload;
@@ -414,7 +425,13 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
         m.total_tok_s = total_tps;
         m.output_tok_s = output_tps;
         HONE_ASSIGN_OR_RETURN(roofline::Headroom h, roofline::Classify(b, m));
-        return session::RooflineNote{hw.id + ": " + h.summary, h.ratio, h.saturated,
+        std::string where = hw.id;
+        if (hw.kind == roofline::DeviceKind::kCpu && hw.measured_memory_bw_bytes_per_s) {
+          char bw[64];
+          std::snprintf(bw, sizeof bw, " (probed %.1f GB/s)", *hw.measured_memory_bw_bytes_per_s / 1e9);
+          where += bw;
+        }
+        return session::RooflineNote{where + ": " + h.summary, h.ratio, h.saturated,
                                      std::string(roofline::BoundClassName(h.bound_class))};
       };
     }
