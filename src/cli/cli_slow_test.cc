@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 #include <thread>
@@ -37,6 +38,21 @@ std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
     if (Contains(*cmd, needle) && !Contains(*cmd, "hone_cli_slow_tests")) out.push_back(static_cast<pid_t>(*pid));
   }
   closedir(d);
+  return out;
+}
+
+// What a survivor is: "pid state ppid: command line", one per process.
+std::string Describe(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) {
+    std::string base = "/proc/" + std::to_string(pid);
+    std::string cmd = sys::ReadFile(base + "/cmdline").value_or("");
+    std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+    std::string stat = sys::ReadFile(base + "/stat").value_or("");
+    size_t close = stat.rfind(')');
+    std::string fields = close == std::string::npos ? "" : stat.substr(close + 2, 16);
+    out += "\n  " + std::to_string(pid) + " [" + fields + "]: " + cmd;
+  }
   return out;
 }
 
@@ -168,7 +184,8 @@ TEST_F(CliLlamaTest, KilledHoneLeavesNoOrphanedServer) {
   EXPECT_EQ(kill(server_pid, 0), 0);
   kill(hone->pid(), SIGKILL);  // no handler, no destructor: only the guard can clean up
   ASSERT_OK(hone->WaitFor(10s, false));
-  EXPECT_TRUE(NoneLeftWithin(model_, 10s)) << "llama-server " << server_pid << " survived its supervisor";
+  EXPECT_TRUE(NoneLeftWithin(model_, 10s)) << "llama-server " << server_pid << " or its guard survived the supervisor:"
+                                           << Describe(ProcessesMentioning(model_));
 }
 
 }  // namespace

@@ -44,6 +44,10 @@ ExitStatus FromWaitStatus(int status) {
 
 // Guard body: runs in a forked copy of hone; async-signal-safe calls only.
 [[noreturn]] void GuardMain(int read_fd, pid_t pgid, int grace_ms) {
+  // Its own process group: whoever kills hone's group (a supervisor sweeping up a
+  // dead hone's stragglers, `kill -9 -PGID`) must not take the guard with it, or the
+  // child it guards outlives hone.
+  setpgid(0, 0);
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
@@ -205,6 +209,7 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessSpec& spe
   if (guard == 0) {
     GuardMain(guard_pipe[0], pid, static_cast<int>(spec.guard_grace.count()));
   }
+  if (guard > 0) setpgid(guard, guard);  // as for the child: the group exists on return
   close(guard_pipe[0]);
   if (guard < 0) {
     // No guard: still usable, but a SIGKILL of hone could orphan the child.

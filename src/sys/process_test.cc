@@ -191,5 +191,39 @@ TEST(ProcessTest, GuardKillsGroupWhenSupervisorIsKilled) {
   EXPECT_TRUE(GoneWithin(pair[1], 5s));
 }
 
+// The same when the supervisor's whole process group is SIGKILLed (`kill -9 -PGID`,
+// or a parent sweeping up a dead supervisor's stragglers): the guard lives in a group
+// of its own, so it survives to take the child's group down.
+TEST(ProcessTest, GuardOutlivesAKillOfTheSupervisorsGroup) {
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  pid_t supervisor = fork();
+  ASSERT_GE(supervisor, 0);
+  if (supervisor == 0) {
+    setpgid(0, 0);
+    close(report[0]);
+    auto child = ChildProcess::Start({.argv = {"sh", "-c", "sleep 300 & echo $!; wait"},
+                                      .guard_grace = std::chrono::milliseconds(300)});
+    if (!child) _exit(2);
+    auto pids = ReadPids(**child, 1);
+    if (pids.empty()) _exit(3);
+    pid_t pair[2] = {(*child)->pid(), pids[0]};
+    (void)!write(report[1], pair, sizeof pair);
+    pause();
+    _exit(0);
+  }
+  setpgid(supervisor, supervisor);
+  close(report[1]);
+  pid_t pair[2] = {0, 0};
+  ASSERT_EQ(read(report[0], pair, sizeof pair), static_cast<ssize_t>(sizeof pair));
+  close(report[0]);
+  EXPECT_TRUE(Alive(pair[1]));
+  kill(-supervisor, SIGKILL);
+  int status;
+  waitpid(supervisor, &status, 0);
+  EXPECT_TRUE(GoneWithin(pair[0], 5s));
+  EXPECT_TRUE(GoneWithin(pair[1], 5s));
+}
+
 }  // namespace
 }  // namespace hone::sys
