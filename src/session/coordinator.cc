@@ -370,6 +370,57 @@ Status Coordinator::Enable(const measure::TrialOutcome& failed) {
                     {{"detail", failed.failure_detail}}});
 }
 
+CandidateRecord* Coordinator::ReplayCandidate() {
+  for (auto& c : state_.candidates) {
+    if (c.phase == "prelude") return &c;
+  }
+  return nullptr;
+}
+
+Status Coordinator::MatchWarmRecipe() {
+  if (!services_.warm_start || !state_.warm_replay.empty() || ReplayCandidate()) return Ok();
+  std::string explanation;
+  auto warm = services_.warm_start->Match(&explanation);
+  if (!warm || warm->config == state_.stock) {
+    state_.warm_replay = "no recipe to replay" + (explanation.empty() ? "" : ": " + explanation);
+    Event("warm_replay", {{"result", state_.warm_replay}});
+    return Save();
+  }
+  search::Candidate idea{"warm-replay:recipe-" + std::to_string(warm->recipe_id), "warm replay",
+                         warm->config.DeltaFrom(state_.stock), explanation, warm->recorded_gain};
+  NewCandidate("prelude", idea, state_.stock);
+  Progress("replaying recipe " + std::to_string(warm->recipe_id) + " alongside the baseline");
+  return Save();
+}
+
+Status Coordinator::RunReplayTrial(CandidateRecord& r) {
+  const std::string rid = r.id;
+  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("replay", r.config, Primary(), r.server_binary));
+  CandidateRecord* c = ReplayCandidate();  // RunTrial does not add records, but be safe
+  if (!c || c->id != rid) return Ok();
+  auto finish = [&](const std::string& verdict, const std::string& reason) -> Status {
+    c->verdict = verdict;
+    c->reason = reason;
+    c->finished_s = Now();
+    Event("verdict", {{"candidate", c->id}, {"verdict", c->verdict}, {"reason", c->reason}});
+    Progress("  " + c->id + " " + c->verdict + ": " + c->reason);
+    Observe(*c);
+    return Save();
+  };
+  if (!b.launched) {
+    c->failure_kind = b.failure_kind;
+    return finish("LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
+  }
+  if (!b.valid) return finish("INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
+  // Paired with the baseline trial just before it.
+  c->incumbent_trials.push_back(state_.baseline_trials.back());
+  c->incumbent_values.push_back(state_.baseline_values.back());
+  c->candidate_trials.push_back(b.id);
+  c->candidate_values.push_back(b.objective);
+  if (!b.slo_ok) return finish("REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
+  return Save();
+}
+
 Status Coordinator::Prelude() {
   StartPhase("prelude");
   // One discarded launch first: the model file enters the page cache and lazy
@@ -394,7 +445,10 @@ Status Coordinator::Prelude() {
     HONE_TRY(Save());
   }
   int aa = spec_.measurement.aa_pairs;
-  // Stock baseline, interleaved with its A/A twin: A1 A2 A1 A2 ...
+  // Stock baseline, interleaved with its A/A twin: A1 A2 A1 A2 ... When the knowledge
+  // base has a recipe, its replay (B) rides along: A1 B A2 A1 B A2 ..., each B paired
+  // with the A1 before it, so a warm session judges the recipe on the baseline's own
+  // trials instead of measuring the stock twice more for it.
   while (static_cast<int>(state_.aa_trials.size()) < aa) {
     if (!CanAfford(2)) {
       if (state_.baseline_values.empty()) {
@@ -405,6 +459,14 @@ Status Coordinator::Prelude() {
       break;
     }
     bool first = state_.baseline_trials.size() == state_.aa_trials.size();
+    if (!first) {
+      HONE_TRY(MatchWarmRecipe());
+      CandidateRecord* r = ReplayCandidate();
+      if (r && r->verdict == "PENDING" && r->candidate_values.size() < state_.baseline_trials.size()) {
+        HONE_TRY(RunReplayTrial(*r));
+        continue;
+      }
+    }
     HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? "baseline" : "aa", state_.stock, Primary()));
     if (!o.launched || !o.valid) {
       if (!o.launched && state_.baseline_values.empty()) {
@@ -504,25 +566,24 @@ Status Coordinator::Prelude() {
       Progress(state_.close_accuracy);
     }
   }
-  // Warm replay of the closest knowledge-base recipe, measured against our own stock.
-  if (services_.warm_start && state_.warm_replay.empty()) {
-    std::string explanation;
-    auto warm = services_.warm_start->Match(&explanation);
-    if (!warm || warm->config == state_.stock) {
-      state_.warm_replay = "no recipe to replay" + (explanation.empty() ? "" : ": " + explanation);
-    } else {
-      search::Candidate idea{"warm-replay:recipe-" + std::to_string(warm->recipe_id), "warm replay",
-                             warm->config.DeltaFrom(state_.stock), explanation, warm->recorded_gain};
-      CandidateRecord& c = NewCandidate("prelude", idea, state_.stock);
-      HONE_TRY(Evaluate(c));
-      bool reproduced = c.verdict == "KEEP" && c.gain >= spec_.kb.reproduce_fraction * warm->recorded_gain;
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%% (%s)",
-                    static_cast<long long>(warm->recipe_id), c.verdict.c_str(), c.gain * 100,
-                    warm->recorded_gain * 100, reproduced ? "reproduced" : "did not reproduce");
-      state_.warm_replay = buf;
-      services_.warm_start->RecordReplay(*warm, reproduced, c.gain, c.reason);
-    }
+  // The recipe's replay: judged on the pairs it shared with the baseline, extended with
+  // ordinary pairs if those do not decide it.
+  HONE_TRY(MatchWarmRecipe());
+  if (CandidateRecord* r = ReplayCandidate(); r && state_.warm_replay.empty()) {
+    if (r->verdict == "PENDING") HONE_TRY(Evaluate(*r));
+    r = ReplayCandidate();  // Evaluate may have added records
+    WarmCandidate warm;
+    warm.config = r->config;
+    warm.recorded_gain = r->predicted_gain;
+    warm.explanation = r->rationale;
+    warm.recipe_id = ParseInt(r->idea.substr(r->idea.rfind('-') + 1)).value_or(0);
+    bool reproduced = r->verdict == "KEEP" && r->gain >= spec_.kb.reproduce_fraction * warm.recorded_gain;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%% (%s)",
+                  static_cast<long long>(warm.recipe_id), r->verdict.c_str(), r->gain * 100,
+                  warm.recorded_gain * 100, reproduced ? "reproduced" : "did not reproduce");
+    state_.warm_replay = buf;
+    services_.warm_start->RecordReplay(warm, reproduced, r->gain, r->reason);
     Event("warm_replay", {{"result", state_.warm_replay}});
     HONE_TRY(Save());
   }

@@ -144,6 +144,10 @@ class Coordinator {
  private:
   // Phases; an error ends the phase (recorded) but never the session.
   Status Prelude();
+  // Warm replay, fused with the baseline (see Prelude).
+  CandidateRecord* ReplayCandidate();
+  Status MatchWarmRecipe();
+  Status RunReplayTrial(CandidateRecord& r);
   Status Framework();
   Status Kernel();
   Status Sweep();

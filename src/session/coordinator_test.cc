@@ -348,6 +348,120 @@ TEST_F(CoordinatorTest, FasterButInaccurateIsNotKept) {
   EXPECT_EQ(s.best.ToString(), "weights=q8_0");
 }
 
+class FakeWarmStart final : public WarmStart {
+ public:
+  std::optional<WarmCandidate> recipe;
+  int matches = 0;
+  std::vector<std::string> replays;  // "recipe:reproduced:gain"
+  std::optional<WarmCandidate> Match(std::string* explanation) override {
+    ++matches;
+    *explanation = recipe ? "direct hit" : "no recipe for this model";
+    return recipe;
+  }
+  void RecordReplay(const WarmCandidate& c, bool reproduced, double gain, const std::string&) override {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%lld:%d:%.2f", static_cast<long long>(c.recipe_id), reproduced ? 1 : 0, gain);
+    replays.push_back(buf);
+  }
+};
+
+class WarmCoordinatorTest : public CoordinatorTest {
+ protected:
+  SessionState RunWarm(const spec::SessionSpec& spec, search::Proposer* proposer) {
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = proposer;
+    svc.clock = &clock_;
+    svc.closer = &closer_;
+    svc.warm_start = &warm_;
+    svc.risky = [](const Config& d) { return d.Has("weights"); };
+    SessionState s = Coordinator::NewState(spec, dir_->path().string(), clock_);
+    Coordinator c(spec, svc, s);
+    auto out = c.Run();
+    EXPECT_TRUE(out) << out.error().ToString();
+    return out ? *out : SessionState{};
+  }
+  std::vector<std::string> Roles(size_t n) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i < std::min(n, exec_.ran.size()); ++i) out.push_back(exec_.ran[i].role);
+    return out;
+  }
+  FakeWarmStart warm_;
+};
+
+TEST_F(WarmCoordinatorTest, TheReplayRidesAlongTheBaselineAndIsJudgedOnItsPairs) {
+  exec_.factors = {{"weights=q8_0", 1.30}};
+  warm_.recipe = WarmCandidate{Config{{"weights", "q8_0"}}, 0.30, "direct hit", 7};
+  spec::SessionSpec spec = Spec();
+  spec.measurement.aa_pairs = 3;  // = min_pairs: the shared pairs decide it
+  ListProposer p({});
+  SessionState s = RunWarm(spec, &p);
+  // warmup, then A1 B A2 three times; no screen, no extra incumbent trials.
+  EXPECT_EQ(Roles(10), (std::vector<std::string>{"warmup", "baseline", "replay", "aa", "baseline", "replay", "aa",
+                                                 "baseline", "replay", "aa"}));
+  ASSERT_FALSE(s.candidates.empty());
+  const CandidateRecord& r = s.candidates[0];
+  EXPECT_EQ(r.phase, "prelude");
+  EXPECT_EQ(r.verdict, "KEEP");
+  EXPECT_NEAR(r.gain, 0.30, 0.03);
+  EXPECT_EQ(r.incumbent_trials, s.baseline_trials);  // each B paired with its A1
+  EXPECT_EQ(r.candidate_trials.size(), 3u);
+  EXPECT_TRUE(r.screen_trial.empty());
+  EXPECT_FALSE(r.accuracy.empty());  // weights are risky: checked before the KEEP stands
+  EXPECT_TRUE(r.accuracy_passed);
+  EXPECT_EQ(s.aa_trials.size(), 3u);
+  EXPECT_EQ(s.best.ToString(), "weights=q8_0");
+  EXPECT_EQ(warm_.matches, 1);
+  ASSERT_EQ(warm_.replays.size(), 1u);
+  EXPECT_EQ(warm_.replays[0].substr(0, 4), "7:1:");
+  EXPECT_NE(s.warm_replay.find("recipe 7 replayed: KEEP"), std::string::npos) << s.warm_replay;
+  EXPECT_NE(s.warm_replay.find("(reproduced)"), std::string::npos) << s.warm_replay;
+}
+
+TEST_F(WarmCoordinatorTest, TooFewSharedPairsAreExtendedWithOrdinaryOnes) {
+  exec_.factors = {{"weights=q8_0", 1.30}};
+  warm_.recipe = WarmCandidate{Config{{"weights", "q8_0"}}, 0.30, "direct hit", 3};
+  ListProposer p({});
+  SessionState s = RunWarm(Spec(), &p);  // aa_pairs 2 < min_pairs 3
+  const CandidateRecord& r = s.candidates[0];
+  EXPECT_EQ(r.verdict, "KEEP");
+  ASSERT_EQ(r.candidate_trials.size(), 3u);
+  EXPECT_EQ(r.incumbent_trials[0], s.baseline_trials[0]);
+  EXPECT_EQ(r.incumbent_trials[1], s.baseline_trials[1]);
+  EXPECT_EQ(std::count(r.incumbent_trials.begin(), r.incumbent_trials.end(), r.incumbent_trials[2]), 1);
+  for (const auto& t : exec_.ran) {
+    if (t.id == r.incumbent_trials[2]) {
+      EXPECT_EQ(t.role, "incumbent");
+    }
+  }
+}
+
+TEST_F(WarmCoordinatorTest, ARecipeThatDoesNotLaunchLeavesTheBaselineWhole) {
+  exec_.crashes = {{"weights=bad", "bad_flag"}};
+  warm_.recipe = WarmCandidate{Config{{"weights", "bad"}}, 0.20, "direct hit", 4};
+  ListProposer p({});
+  SessionState s = RunWarm(Spec(), &p);
+  EXPECT_EQ(s.candidates[0].verdict, "LAUNCH_FAILED");
+  EXPECT_EQ(s.baseline_trials.size(), 2u);
+  EXPECT_EQ(s.aa_trials.size(), 2u);
+  int replays = 0;
+  for (const auto& t : exec_.ran) replays += t.role == "replay";
+  EXPECT_EQ(replays, 1);  // tried once, then the baseline went on alone
+  EXPECT_EQ(s.best, s.stock);
+  ASSERT_EQ(warm_.replays.size(), 1u);
+  EXPECT_EQ(warm_.replays[0].substr(0, 4), "4:0:");  // demoted, not reproduced
+  EXPECT_NE(s.warm_replay.find("did not reproduce"), std::string::npos);
+}
+
+TEST_F(WarmCoordinatorTest, NoRecipeMeansAPlainBaseline) {
+  ListProposer p({});
+  SessionState s = RunWarm(Spec(), &p);
+  EXPECT_EQ(Roles(5), (std::vector<std::string>{"warmup", "baseline", "aa", "baseline", "aa"}));
+  EXPECT_EQ(warm_.matches, 1);
+  EXPECT_TRUE(warm_.replays.empty());
+  EXPECT_NE(s.warm_replay.find("no recipe to replay"), std::string::npos);
+}
+
 TEST_F(CoordinatorTest, LaunchFailuresAreOutcomes) {
   exec_.crashes = {{"bad=1", "bad_flag"}};
   exec_.factors = {{"good=1", 1.25}};
