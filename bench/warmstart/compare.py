@@ -11,14 +11,20 @@ def summary(run_dir):
     kept = [c for c in s["candidates"] if c["verdict"] == "KEEP"]
     # The candidate that first reached the final best configuration.
     first = next((c for c in kept if c["config"] == best), None)
-    trials = 0
+    # Trials run (of any role) before the verdict that first kept it, from the event log.
+    trials, seconds = 0, 0.0
     if first:
-        last_trial = max(first["candidate_trials"] + first["incumbent_trials"])
-        trials = int(last_trial[1:])
+        for line in open(f"{run_dir}/events.jsonl"):
+            e = json.loads(line)
+            if e["type"] == "trial_finished":
+                trials += 1
+            elif e["type"] == "verdict" and e.get("candidate") == first["id"] and e.get("verdict") == "KEEP":
+                seconds = e["t"]
+                break
     return {
         "best": " ".join(f"{k}={v}" for k, v in sorted(best.items())) or "(stock)",
         "trials_to_best": trials,
-        "seconds_to_best": first["finished_s"] if first else 0.0,
+        "seconds_to_best": seconds,
         "total_trials": s["trials_run"],
         "validated_gain": s.get("validated_gain", 0.0),
         "validated": s.get("validated", False),
