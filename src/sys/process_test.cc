@@ -158,17 +158,23 @@ TEST(ProcessTest, DestructorStopsTheChild) {
   EXPECT_FALSE(Alive(pid));
 }
 
-// A supervisor killed with SIGKILL (no destructor, no handler runs) must not orphan
-// its child's group: the guard process notices the pipe EOF and kills the group.
-TEST(ProcessTest, GuardKillsGroupWhenSupervisorIsKilled) {
+// A forked "supervisor" (a stand-in hone) that starts `script` under a guard, reports
+// the child's pid and the pid the script echoes, and waits to be killed. With
+// `own_group` the supervisor leads a process group of its own.
+struct Supervised {
+  pid_t supervisor = 0;
+  pid_t child = 0;
+  pid_t grandchild = 0;
+};
+void StartSupervisor(const std::string& script, bool own_group, Supervised* out) {
   int report[2];
   ASSERT_EQ(pipe(report), 0);
   pid_t supervisor = fork();
   ASSERT_GE(supervisor, 0);
   if (supervisor == 0) {
+    if (own_group) setpgid(0, 0);
     close(report[0]);
-    auto child = ChildProcess::Start({.argv = {"sh", "-c", "trap '' TERM; sleep 300 & echo $!; wait"},
-                                      .guard_grace = std::chrono::milliseconds(300)});
+    auto child = ChildProcess::Start({.argv = {"sh", "-c", script}, .guard_grace = std::chrono::milliseconds(300)});
     if (!child) _exit(2);
     auto pids = ReadPids(**child, 1);
     if (pids.empty()) _exit(3);
@@ -177,52 +183,41 @@ TEST(ProcessTest, GuardKillsGroupWhenSupervisorIsKilled) {
     pause();  // until SIGKILLed
     _exit(0);
   }
+  if (own_group) setpgid(supervisor, supervisor);
   close(report[1]);
   pid_t pair[2] = {0, 0};
   ASSERT_EQ(read(report[0], pair, sizeof pair), static_cast<ssize_t>(sizeof pair));
   close(report[0]);
-  EXPECT_TRUE(Alive(pair[0]));
-  EXPECT_TRUE(Alive(pair[1]));
-  kill(supervisor, SIGKILL);
+  *out = {supervisor, pair[0], pair[1]};
+}
+
+// A supervisor killed with SIGKILL (no destructor, no handler runs) must not orphan
+// its child's group: the guard process notices the pipe EOF and kills the group.
+TEST(ProcessTest, GuardKillsGroupWhenSupervisorIsKilled) {
+  Supervised s;
+  ASSERT_NO_FATAL_FAILURE(StartSupervisor("trap '' TERM; sleep 300 & echo $!; wait", false, &s));
+  EXPECT_TRUE(Alive(s.child));
+  EXPECT_TRUE(Alive(s.grandchild));
+  kill(s.supervisor, SIGKILL);
   int status;
-  waitpid(supervisor, &status, 0);
+  waitpid(s.supervisor, &status, 0);
   // The shell ignores TERM, so this also proves the guard escalates to KILL.
-  EXPECT_TRUE(GoneWithin(pair[0], 5s));
-  EXPECT_TRUE(GoneWithin(pair[1], 5s));
+  EXPECT_TRUE(GoneWithin(s.child, 5s));
+  EXPECT_TRUE(GoneWithin(s.grandchild, 5s));
 }
 
 // The same when the supervisor's whole process group is SIGKILLed (`kill -9 -PGID`,
 // or a parent sweeping up a dead supervisor's stragglers): the guard lives in a group
 // of its own, so it survives to take the child's group down.
 TEST(ProcessTest, GuardOutlivesAKillOfTheSupervisorsGroup) {
-  int report[2];
-  ASSERT_EQ(pipe(report), 0);
-  pid_t supervisor = fork();
-  ASSERT_GE(supervisor, 0);
-  if (supervisor == 0) {
-    setpgid(0, 0);
-    close(report[0]);
-    auto child = ChildProcess::Start({.argv = {"sh", "-c", "sleep 300 & echo $!; wait"},
-                                      .guard_grace = std::chrono::milliseconds(300)});
-    if (!child) _exit(2);
-    auto pids = ReadPids(**child, 1);
-    if (pids.empty()) _exit(3);
-    pid_t pair[2] = {(*child)->pid(), pids[0]};
-    (void)!write(report[1], pair, sizeof pair);
-    pause();
-    _exit(0);
-  }
-  setpgid(supervisor, supervisor);
-  close(report[1]);
-  pid_t pair[2] = {0, 0};
-  ASSERT_EQ(read(report[0], pair, sizeof pair), static_cast<ssize_t>(sizeof pair));
-  close(report[0]);
-  EXPECT_TRUE(Alive(pair[1]));
-  kill(-supervisor, SIGKILL);
+  Supervised s;
+  ASSERT_NO_FATAL_FAILURE(StartSupervisor("sleep 300 & echo $!; wait", true, &s));
+  EXPECT_TRUE(Alive(s.grandchild));
+  kill(-s.supervisor, SIGKILL);
   int status;
-  waitpid(supervisor, &status, 0);
-  EXPECT_TRUE(GoneWithin(pair[0], 5s));
-  EXPECT_TRUE(GoneWithin(pair[1], 5s));
+  waitpid(s.supervisor, &status, 0);
+  EXPECT_TRUE(GoneWithin(s.child, 5s));
+  EXPECT_TRUE(GoneWithin(s.grandchild, 5s));
 }
 
 }  // namespace
