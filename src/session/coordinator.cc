@@ -815,41 +815,52 @@ Status Coordinator::CloseSession() {
   if (sys::InterruptRequested()) state_.interrupted = true;
   // Final end-to-end re-validation of the best configuration against the stock one.
   if (!state_.BestIsStock() && !state_.validated && !state_.interrupted && !state_.baseline_values.empty()) {
+    // Sequential, like a candidate's evaluation: min_pairs pairs, then pair_step more
+    // while the verdict is inconclusive, up to max_pairs, each look Bonferroni-corrected.
+    // Three pairs on a noisy host give intervals too wide to admit a real gain.
+    const auto& m = spec_.measurement;
     std::vector<double> a, b;
     std::vector<std::string> trials;
     double best_total = 0, best_output = 0;
     bool ok = true;
-    for (int i = 0; i < spec_.measurement.min_pairs; ++i) {
-      if (Left() < 2 * EstTrial() + 5.0 || sys::InterruptRequested()) {
-        ok = false;
-        break;
+    int target = m.min_pairs;
+    measure::VerdictResult r;
+    while (true) {
+      while (static_cast<int>(a.size()) < target) {
+        if (Left() < 2 * EstTrial() + 5.0 || sys::InterruptRequested()) {
+          ok = false;
+          break;
+        }
+        auto ta = RunTrial("validate", state_.stock, Primary(), "");
+        if (!ta) {
+          ok = false;
+          break;
+        }
+        auto tb = RunTrial("validate", state_.best, Primary());
+        if (!tb || !ta->valid || !tb->valid) {
+          ok = false;
+          break;
+        }
+        a.push_back(ta->objective);
+        b.push_back(tb->objective);
+        best_total += tb->result.total_tps;
+        best_output += tb->result.output_tps;
+        trials.push_back(ta->id);
+        trials.push_back(tb->id);
       }
-      auto ta = RunTrial("validate", state_.stock, Primary(), "");
-      if (!ta) {
-        ok = false;
-        break;
-      }
-      auto tb = RunTrial("validate", state_.best, Primary());
-      if (!tb) {
-        ok = false;
-        break;
-      }
-      if (!ta->valid || !tb->valid) {
-        ok = false;
-        break;
-      }
-      a.push_back(ta->objective);
-      b.push_back(tb->objective);
-      best_total += tb->result.total_tps;
-      best_output += tb->result.output_tps;
-      trials.push_back(ta->id);
-      trials.push_back(tb->id);
+      if (static_cast<int>(a.size()) < m.min_pairs) break;  // not even the minimum: not validated
+      measure::VerdictInput in{a, b, spec_.objective.maximize, m.min_gain, state_.noise_floor, m.confidence};
+      in.looks = (m.max_pairs - m.min_pairs) / m.pair_step + 1;
+      r = measure::Judge(in);
+      // Out of budget after the minimum: judge what was measured.
+      if (!ok || r.verdict != measure::Verdict::kInconclusive || target >= m.max_pairs) break;
+      Progress("  close validation inconclusive after " + std::to_string(a.size()) + " pairs (" +
+               Fmt("%+.1f%%", r.gain * 100) + "): " + std::to_string(std::min(m.pair_step, m.max_pairs - target)) +
+               " more");
+      target = std::min(m.max_pairs, target + m.pair_step);
     }
     state_.validation_trials = trials;
-    if (ok && static_cast<int>(a.size()) == spec_.measurement.min_pairs) {
-      measure::VerdictInput in{a, b, spec_.objective.maximize, spec_.measurement.min_gain, state_.noise_floor,
-                               spec_.measurement.confidence};
-      measure::VerdictResult r = measure::Judge(in);
+    if (static_cast<int>(a.size()) >= m.min_pairs) {
       state_.validated = true;
       state_.validated_gain = r.gain;
       state_.validated_lo = r.ratio.lo;
@@ -858,7 +869,8 @@ Status Coordinator::CloseSession() {
       state_.validated_best_objective = Mean(b);
       state_.validation_verdict = std::string(measure::VerdictName(r.verdict));
       Progress("validated end to end: " + Fmt("%+.1f%%", r.gain * 100) + " [" + Fmt("%.3f", r.ratio.lo) + ", " +
-               Fmt("%.3f", r.ratio.hi) + "] " + state_.validation_verdict);
+               Fmt("%.3f", r.ratio.hi) + "] " + state_.validation_verdict + " after " + std::to_string(a.size()) +
+               " pairs");
       if (services_.roofline) {
         double n = static_cast<double>(b.size());
         auto note = services_.roofline(state_.best, best_total / n, best_output / n);

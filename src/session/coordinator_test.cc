@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "measure/verdict.h"
 #include "session/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
@@ -121,6 +122,42 @@ TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
   EXPECT_EQ(verdicts, 3);
   // Every trial has its directory with an outcome.
   for (const auto& t : exec_.ran) EXPECT_TRUE(sys::FileExists(dir_->path() / "trials" / t.id / "outcome.json"));
+}
+
+// Close validation is sequential: a burst of noise in its first pairs leaves the
+// verdict inconclusive, so it measures more pairs (up to max_pairs) instead of
+// giving up on a real gain after min_pairs.
+TEST_F(CoordinatorTest, CloseValidationAddsPairsWhileInconclusive) {
+  exec_.factors = {{"speed=fast", 1.20}};
+  int validate_b = 0;
+  const std::vector<double> burst = {1.6, 0.85, 1.35};  // the best's first three validation trials
+  exec_.adjust = [&](const measure::TrialRequest& req, double v) {
+    if (req.role != "validate" || !req.config.Has("speed")) return v;
+    int k = validate_b++;
+    return k < static_cast<int>(burst.size()) ? v * burst[static_cast<size_t>(k)] : v;
+  };
+  ListProposer p({"speed=fast"});
+  SessionState s = Run(Spec(), &p);
+  ASSERT_EQ(s.candidates.size(), 1u);
+  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+  EXPECT_TRUE(s.validated);
+  EXPECT_EQ(s.validation_verdict, "KEEP");
+  EXPECT_GT(s.validation_trials.size(), 6u);   // more than min_pairs pairs
+  EXPECT_LE(s.validation_trials.size(), 18u);  // never more than max_pairs
+  EXPECT_EQ(s.validation_trials.size() % 2, 0u);
+  EXPECT_GT(s.validated_lo, 1.0);
+  // Without the extension the same three pairs are inconclusive.
+  std::vector<double> a, b;
+  for (const auto& id : s.validation_trials) {
+    auto o = measure::ReadTrialOutcome(dir_->path().string() + "/trials/" + id);
+    ASSERT_TRUE(o) << id;
+    (o->config.Has("speed") ? b : a).push_back(o->objective);
+  }
+  a.resize(3);
+  b.resize(3);
+  measure::VerdictInput in{a, b, true, Spec().measurement.min_gain, s.noise_floor, Spec().measurement.confidence};
+  in.looks = 3;
+  EXPECT_EQ(measure::Judge(in).verdict, measure::Verdict::kInconclusive);
 }
 
 TEST_F(CoordinatorTest, BudgetIsHard) {

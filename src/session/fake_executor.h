@@ -5,6 +5,7 @@
 // a real trial directory, and records what ran.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <thread>
@@ -33,6 +34,8 @@ class FakeExecutor final : public measure::TrialExecutor {
   std::string pid_log;                           // kill tests: each trial's "server" pid
   std::vector<measure::TrialRequest> ran;
   int accuracy_checks = 0;
+  // Optional: rewrites a trial's objective (after noise), e.g. a burst of host noise.
+  std::function<double(const measure::TrialRequest&, double)> adjust;
 
   Result<measure::TrialOutcome> Run(const measure::TrialRequest& req) override {
     ran.push_back(req);
@@ -79,6 +82,7 @@ class FakeExecutor final : public measure::TrialExecutor {
     }
     Rng rng(MixSeed(std::hash<std::string>{}(req.id), 99));
     o.objective = value * (1 + noise * rng.NextGaussian());
+    if (adjust) o.objective = adjust(req, o.objective);
     o.result.total_tps = o.objective;
     o.result.intvty["p50"] = 10;
     HONE_TRY(measure::WriteTrialOutcome(o));
