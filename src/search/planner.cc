@@ -139,6 +139,9 @@ Status Planner::Init(const ProposalContext& ctx) {
   }
   AddBundles();
   initialized_ = true;
+  std::vector<Observation> foreign = std::move(foreign_);
+  foreign_.clear();
+  for (const Observation& obs : foreign) Observe(obs);
   return Ok();
 }
 
@@ -411,10 +414,38 @@ void Planner::ReopenInteractions(const std::string& knob, int win_id) {
   }
 }
 
+int Planner::AdoptForeign(const Observation& obs) {
+  // A KEEP moves the incumbent, which Next() follows; failures to launch and accuracy
+  // failures of another source say nothing reliable about one knob's value here.
+  if (obs.verdict != "REVERT" && obs.verdict != "INCONCLUSIVE" && obs.verdict != "SCREENED_OUT") return -1;
+  if (obs.candidate.delta.size() != 1) return -1;
+  const auto& [knob, value] = *obs.candidate.delta.values().begin();
+  auto b = beliefs_.find(knob);
+  if (b == beliefs_.end() || b->second.current == value) return -1;
+  for (IdeaNode& n : tree_.mutable_nodes()) {
+    if (n.kind == IdeaKind::kValue && n.knob == knob && n.value == value && n.proposable()) {
+      n.state = IdeaState::kProposed;
+      n.order = ++proposals_;
+      n.note = "measured by " + obs.candidate.idea;
+      return n.id;
+    }
+  }
+  return -1;
+}
+
 void Planner::Observe(const Observation& obs) {
   int id = FindProposed(obs);
-  if (id < 0) return;  // not ours (warm start, kernel lane)
-  pending_ = -1;
+  if (id < 0) {
+    // Not ours (the warm replay, the kernel lane).
+    if (!initialized_) {
+      foreign_.push_back(obs);
+      return;
+    }
+    id = AdoptForeign(obs);
+    if (id < 0) return;
+  } else {
+    pending_ = -1;
+  }
   // Copies: expanding the tree below may move its nodes.
   const IdeaNode snapshot = tree_.at(id);
   IdeaNode& n = tree_.at(id);
@@ -493,6 +524,12 @@ std::string Planner::Save() const {
   json j;
   j["version"] = 1;
   j["initialized"] = initialized_;
+  json foreign = json::array();
+  for (const Observation& o : foreign_) {
+    foreign.push_back({{"idea", o.candidate.idea}, {"delta", o.candidate.delta.values()},
+                       {"verdict", o.verdict}, {"gain", o.gain}, {"failure_kind", o.failure_kind}});
+  }
+  j["foreign"] = foreign;
   json dom = json::array();
   for (const SearchDomain::Saved& d : domain_.ToSaved()) {
     dom.push_back({{"knob", d.knob}, {"values", d.values}, {"fixed", d.fixed}});
@@ -527,6 +564,16 @@ Status Planner::Load(const std::string& saved) {
     json j = json::parse(saved);
     if (j.value("version", 0) != 1) return DataLoss("planner state: unknown version");
     initialized_ = j.value("initialized", false);
+    foreign_.clear();
+    for (const json& o : j.value("foreign", json::array())) {
+      Observation x;
+      x.candidate.idea = o.value("idea", "");
+      for (const auto& [k, v] : o.at("delta").get<std::map<std::string, std::string>>()) x.candidate.delta.Set(k, v);
+      x.verdict = o.value("verdict", "");
+      x.gain = o.value("gain", 0.0);
+      x.failure_kind = o.value("failure_kind", "");
+      foreign_.push_back(std::move(x));
+    }
     if (!initialized_) return Ok();
     std::vector<SearchDomain::Saved> dom;
     for (const json& d : j.at("domain")) {

@@ -16,6 +16,9 @@
 //   x (1 - accuracy-risk penalty x (1 - urgency))
 //   x 0.5^(launch failures of the knob this session) x 0.5^(accuracy failures)
 //   x (1 - 0.8 x knowledge-base failure confidence) x double-down bonus / trial cost.
+// A measurement the planner did not ask for (the warm replay) is not wasted: when it
+// changed one knob of the incumbent, the value idea takes it as its first look (a
+// non-KEEP leaves a retest open, since ideas already measured are otherwise skipped).
 // Outcomes: KEEP makes the value the incumbent's, adds refinements as its children
 // (neighbouring numeric values; new in-between values when the domain is not fixed) and
 // re-opens rejected ideas of interacting knobs; REVERT/INCONCLUSIVE record the effect
@@ -124,6 +127,11 @@ class Planner final : public Proposer {
   void ExpandWin(int id);
   void ReopenInteractions(const std::string& knob, int win_id);
   int FindProposed(const Observation& obs) const;
+  // An observation of a candidate this planner did not propose (the warm replay of a
+  // knowledge-base recipe): when it changed one knob of the current incumbent, the
+  // matching value idea takes the measurement as if it had been proposed. Returns its
+  // id, or -1 when nothing in the tree matches.
+  int AdoptForeign(const Observation& obs);
 
   const target::KnobCatalog& catalog_;
   Heuristics heuristics_;
@@ -138,6 +146,9 @@ class Planner final : public Proposer {
   double best_level_ = 0;  // log(best / stock), from kept gains
   int proposals_ = 0;
   int pending_ = -1;
+  // Foreign observations made before the tree exists (the replay is judged in the
+  // prelude, before the first Next()): applied once the tree is built.
+  std::vector<Observation> foreign_;
   std::string stop_note_;
 };
 

@@ -326,6 +326,52 @@ TEST_F(PlannerTest, NearMissesGetAnotherLookAndLosersDoNot) {
   }
 }
 
+// The warm replay measures a recipe before the planner has a tree. Its measurement is
+// the value idea's first look: with the configuration already tried, only a retest can
+// measure it again, and a promising near miss ranks first.
+TEST_F(PlannerTest, AWarmReplaysMeasurementBecomesTheIdeasFirstLook) {
+  PlannerOptions o;
+  o.domain.only = {"threads", "kv"};
+  o.priors = {{"kv", "q8_0", 0.30, 0.8, ""}};
+  auto p = Make(o);
+  Candidate replay;
+  replay.idea = "warm-replay:recipe-1";
+  replay.delta = Config{{"kv", "q8_0"}};
+  Config full = ctx_.best.Merged(replay.delta);
+  p->Observe({replay, full, "INCONCLUSIVE", 0.12, ""});  // before the first Next()
+  ctx_.tried.insert(full.Hash());
+  // Buffered across a save and a restore (a crash between the prelude and the search).
+  auto q = Make(o);
+  ASSERT_OK(q->Load(p->Save()));
+  for (Planner* x : {p.get(), q.get()}) {
+    const IdeaNode* first = Node(*x, "kv=q8_0", IdeaState::kInconclusive);
+    EXPECT_EQ(first, nullptr);  // no tree yet
+    ProposalContext ctx = ctx_;
+    bool retested = false;
+    for (int i = 0; i < 8 && !retested; ++i) {
+      auto c = x->Next(ctx);
+      if (!c) break;
+      Config f = ctx.best.Merged(c->delta);
+      retested = c->idea == "kv=q8_0";
+      ctx.tried.insert(f.Hash());
+      if (!retested) x->Observe({*c, f, "REVERT", -0.3, ""});
+    }
+    EXPECT_TRUE(retested) << x->Describe();
+    first = Node(*x, "kv=q8_0", IdeaState::kInconclusive);
+    ASSERT_NE(first, nullptr) << x->Describe();
+    EXPECT_NE(first->note.find("warm-replay:recipe-1"), std::string::npos) << first->note;
+    EXPECT_NEAR(first->gain, 0.12, 1e-9);
+  }
+  // A measurement of several knobs, or of a knob outside the domain, changes nothing.
+  auto r = Make(o);
+  replay.delta = Config{{"kv", "q8_0"}, {"threads", "4"}};
+  r->Observe({replay, ctx_.best.Merged(replay.delta), "REVERT", -0.1, ""});
+  auto c = r->Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(Node(*r, "threads=4", IdeaState::kReverted), nullptr);
+  EXPECT_EQ(Node(*r, "kv=q8_0", IdeaState::kInconclusive), nullptr);
+}
+
 TEST_F(PlannerTest, StateRoundTripsAndDescribeShowsTheTree) {
   auto p = Make();
   Step(*p, "KEEP", 0.12);
