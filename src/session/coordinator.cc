@@ -209,34 +209,18 @@ Status Coordinator::Judge(CandidateRecord& c, bool final_look) {
 
 Status Coordinator::Evaluate(CandidateRecord& c) {
   const measure::OperatingPoint point = Primary();
-  auto finish = [&](const std::string& verdict, const std::string& reason) -> Status {
-    c.verdict = verdict;
-    if (!reason.empty()) c.reason = reason;
-    c.finished_s = Now();
-    Event("verdict", {{"candidate", c.id}, {"verdict", c.verdict}, {"gain", Fmt("%.5f", c.gain)},
-                      {"ci_lo", Fmt("%.5f", c.ci_lo)}, {"ci_hi", Fmt("%.5f", c.ci_hi)}, {"reason", c.reason}});
-    Progress("  " + c.id + " " + c.verdict + ": " + c.reason);
-    if (c.verdict == "KEEP") {
-      state_.best = c.config;
-      state_.server_binary = c.server_binary;
-      state_.best_trials = c.candidate_trials;
-      state_.best_values = c.candidate_values;
-      ++keeps_this_cycle_;
-    }
-    Observe(c);
-    return Save();
-  };
+
   // Screening: one unpaired trial drops clear losers and launch failures cheaply.
   if (spec_.measurement.screen && c.screen_trial.empty() && c.candidate_values.empty()) {
-    if (!CanAfford(1)) return finish("SKIPPED_BUDGET", "not enough budget left to measure it");
+    if (!CanAfford(1)) return Finish(c, "SKIPPED_BUDGET", "not enough budget left to measure it");
     HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial("screen", c.config, point, c.server_binary));
     c.screen_trial = o.id;
     if (!o.launched) {
       c.failure_kind = o.failure_kind;
-      return finish("LAUNCH_FAILED", o.failure_kind + ": " + o.failure_detail.substr(0, 200));
+      return Finish(c, "LAUNCH_FAILED", o.failure_kind + ": " + o.failure_detail.substr(0, 200));
     }
     if (!o.valid) {
-      return finish("INVALID", o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
+      return Finish(c, "INVALID", o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
     }
     if (!state_.best_values.empty()) {
       double ref = Mean(state_.best_values);
@@ -246,7 +230,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "screening trial %.1f%% worse than the incumbent's mean (drop at %.0f%%)",
                       -better * 100, spec_.measurement.screen_drop * 100);
-        return finish("SCREENED_OUT", buf);
+        return Finish(c, "SCREENED_OUT", buf);
       }
     }
     HONE_TRY(Save());
@@ -261,7 +245,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     c.accuracy_passed = a.passed;
     Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
     Progress("  accuracy " + std::string(a.passed ? "pass" : "FAIL") + ": " + a.detail);
-    if (!a.passed) return finish("ACCURACY_FAILED", "accuracy gate: " + a.detail);
+    if (!a.passed) return Finish(c, "ACCURACY_FAILED", "accuracy gate: " + a.detail);
     HONE_TRY(Save());
   }
   // Paired, interleaved trials: incumbent (A) then candidate (B).
@@ -274,15 +258,15 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
         if (static_cast<int>(c.candidate_values.size()) >= m.min_pairs) {
           HONE_TRY(Judge(c, true));
           if (c.verdict == "PENDING") c.verdict = "INCONCLUSIVE";
-          return finish(c.verdict, c.reason + " (budget: no more pairs)");
+          return Finish(c, c.verdict, c.reason + " (budget: no more pairs)");
         }
-        return finish("SKIPPED_BUDGET", "not enough budget left for paired trials");
+        return Finish(c, "SKIPPED_BUDGET", "not enough budget left for paired trials");
       }
       // An A whose B is missing (resumed after a crash) is reused.
       if (c.incumbent_values.size() == c.candidate_values.size()) {
         HONE_ASSIGN_OR_RETURN(measure::TrialOutcome a, RunTrial("incumbent", c.incumbent, point, c.incumbent_binary));
         if (!a.launched || !a.valid) {
-          return finish("INVALID", "the incumbent's trial " + a.id + " failed (" +
+          return Finish(c, "INVALID", "the incumbent's trial " + a.id + " failed (" +
                                        (a.launched ? std::string("invalid run") : a.failure_kind) + ")");
         }
         c.incumbent_trials.push_back(a.id);
@@ -292,13 +276,13 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
       HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("candidate", c.config, point, c.server_binary));
       if (!b.launched) {
         c.failure_kind = b.failure_kind;
-        return finish("LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
+        return Finish(c, "LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
       }
-      if (!b.valid) return finish("INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
+      if (!b.valid) return Finish(c, "INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
       if (!b.slo_ok) {
         c.candidate_trials.push_back(b.id);
         c.candidate_values.push_back(b.objective);
-        return finish("REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
+        return Finish(c, "REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
       }
       c.candidate_trials.push_back(b.id);
       c.candidate_values.push_back(b.objective);
@@ -321,7 +305,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
       Event("critic", {{"candidate", c.id}, {"approve", review->approve ? "true" : "false"},
                        {"reason", review->reason}, {"signature", review->signature}});
       if (!review->approve && c.verdict == "KEEP") {
-        return finish("REVERT", "measured KEEP (" + c.reason + ") but the critic refused: " + review->reason);
+        return Finish(c, "REVERT", "measured KEEP (" + c.reason + ") but the critic refused: " + review->reason);
       }
     } else {
       c.critic = "no review: " + review.error().message;
@@ -332,9 +316,9 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     c.accuracy = a.detail;
     c.accuracy_passed = a.passed;
     Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
-    if (!a.passed) return finish("ACCURACY_FAILED", "faster but the accuracy gate failed: " + a.detail);
+    if (!a.passed) return Finish(c, "ACCURACY_FAILED", "faster but the accuracy gate failed: " + a.detail);
   }
-  return finish(c.verdict, "");
+  return Finish(c, c.verdict, "");
 }
 
 Status Coordinator::Enable(const measure::TrialOutcome& failed) {
@@ -393,31 +377,43 @@ Status Coordinator::MatchWarmRecipe() {
   return Save();
 }
 
+// A candidate's verdict is final: record it, log it, adopt a KEEP as the new best, and
+// tell the proposer. Shared by the search's evaluations and the warm replay.
+Status Coordinator::Finish(CandidateRecord& c, const std::string& verdict, const std::string& reason) {
+  c.verdict = verdict;
+  if (!reason.empty()) c.reason = reason;
+  c.finished_s = Now();
+  Event("verdict", {{"candidate", c.id}, {"verdict", c.verdict}, {"gain", Fmt("%.5f", c.gain)},
+                    {"ci_lo", Fmt("%.5f", c.ci_lo)}, {"ci_hi", Fmt("%.5f", c.ci_hi)}, {"reason", c.reason}});
+  Progress("  " + c.id + " " + c.verdict + ": " + c.reason);
+  if (c.verdict == "KEEP") {
+    state_.best = c.config;
+    state_.server_binary = c.server_binary;
+    state_.best_trials = c.candidate_trials;
+    state_.best_values = c.candidate_values;
+    ++keeps_this_cycle_;
+  }
+  Observe(c);
+  return Save();
+}
+
 Status Coordinator::RunReplayTrial(CandidateRecord& r) {
   const std::string rid = r.id;
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("replay", r.config, Primary(), r.server_binary));
   CandidateRecord* c = ReplayCandidate();  // RunTrial does not add records, but be safe
   if (!c || c->id != rid) return Ok();
-  auto finish = [&](const std::string& verdict, const std::string& reason) -> Status {
-    c->verdict = verdict;
-    c->reason = reason;
-    c->finished_s = Now();
-    Event("verdict", {{"candidate", c->id}, {"verdict", c->verdict}, {"reason", c->reason}});
-    Progress("  " + c->id + " " + c->verdict + ": " + c->reason);
-    Observe(*c);
-    return Save();
-  };
+
   if (!b.launched) {
     c->failure_kind = b.failure_kind;
-    return finish("LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
+    return Finish(*c, "LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
   }
-  if (!b.valid) return finish("INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
+  if (!b.valid) return Finish(*c, "INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
   // Paired with the baseline trial just before it.
   c->incumbent_trials.push_back(state_.baseline_trials.back());
   c->incumbent_values.push_back(state_.baseline_values.back());
   c->candidate_trials.push_back(b.id);
   c->candidate_values.push_back(b.objective);
-  if (!b.slo_ok) return finish("REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
+  if (!b.slo_ok) return Finish(*c, "REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
   return Save();
 }
 

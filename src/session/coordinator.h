@@ -148,6 +148,7 @@ class Coordinator {
   CandidateRecord* ReplayCandidate();
   Status MatchWarmRecipe();
   Status RunReplayTrial(CandidateRecord& r);
+  Status Finish(CandidateRecord& c, const std::string& verdict, const std::string& reason);
   Status Framework();
   Status Kernel();
   Status Sweep();
