@@ -498,9 +498,11 @@ Status Coordinator::Prelude() {
     }
     HONE_TRY(Save());
   }
-  // A noisy machine gets up to two more A/A pairs before the floor is fixed.
+  // A noisy machine gets up to two more A/A pairs before the floor is fixed (the cap is
+  // fixed here: the loop below moves `aa` one pair at a time).
+  const int aa_cap = spec_.measurement.aa_pairs + 2;
   while (!state_.baseline_values.empty() && state_.best_trials.empty() &&
-         static_cast<int>(state_.aa_trials.size()) < aa + 2 &&
+         static_cast<int>(state_.aa_trials.size()) < aa_cap &&
          state_.aa_values.size() == state_.baseline_values.size() &&
          measure::NoiseFloor(state_.baseline_values, state_.aa_values) > 0.10 && CanAfford(2 + 2 * spec_.measurement.min_pairs)) {
     Progress("A/A pairs differ by " + Fmt("%.1f%%", measure::NoiseFloor(state_.baseline_values, state_.aa_values) * 100) +

@@ -124,6 +124,22 @@ TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
   for (const auto& t : exec_.ran) EXPECT_TRUE(sys::FileExists(dir_->path() / "trials" / t.id / "outcome.json"));
 }
 
+// A noisy machine gets at most two more A/A pairs than asked for; then the floor is
+// fixed and the search goes on. (The cap once moved with every extra pair, and a host
+// whose A/A pairs kept differing by more than 10% spent its whole budget on them.)
+TEST_F(CoordinatorTest, ANoisyHostGetsAtMostTwoExtraAAPairs) {
+  exec_.factors = {{"speed=fast", 1.5}};
+  exec_.adjust = [](const measure::TrialRequest& req, double v) { return req.role == "aa" ? v * 1.3 : v; };
+  ListProposer p({"speed=fast"});
+  spec::SessionSpec spec = Spec();
+  SessionState s = Run(spec, &p);
+  EXPECT_EQ(s.aa_trials.size(), static_cast<size_t>(spec.measurement.aa_pairs + 2));
+  EXPECT_EQ(s.baseline_trials.size(), s.aa_trials.size());
+  EXPECT_GT(s.noise_floor, 0.10);
+  ASSERT_EQ(s.candidates.size(), 1u);  // the search still ran
+  EXPECT_NE(s.candidates[0].verdict, "PENDING");
+}
+
 // Close validation is sequential: a burst of noise in its first pairs leaves the
 // verdict inconclusive, so it measures more pairs (up to max_pairs) instead of
 // giving up on a real gain after min_pairs.
