@@ -474,8 +474,15 @@ Status Coordinator::Prelude() {
         }
         continue;  // measure the enabled stock configuration
       }
-      state_.stop_reason = "the stock configuration's trial " + o.id + " failed: " +
-                           (o.launched ? (o.invalid_reasons.empty() ? "invalid" : o.invalid_reasons[0]) : o.failure_kind);
+      const std::string why = o.launched ? (o.invalid_reasons.empty() ? "invalid" : o.invalid_reasons[0]) : o.failure_kind;
+      // A stock configuration that already ran is not broken: one failure on a busy
+      // host (a timed-out request, a slow start) is measured again before giving up.
+      if (!state_.baseline_values.empty() && ++stock_failures_ <= 1) {
+        Event("stock_trial_failed", {{"trial", o.id}, {"reason", why}});
+        Progress("the stock configuration's trial " + o.id + " failed (" + why + "): measuring it again");
+        continue;
+      }
+      state_.stop_reason = "the stock configuration's trial " + o.id + " failed: " + why;
       EndPhase("failed", state_.stop_reason);
       return Ok();
     }

@@ -187,6 +187,7 @@ class Coordinator {
   SessionState state_;
   EventLog events_;
   int keeps_this_cycle_ = 0;
+  int stock_failures_ = 0;  // failed stock trials in the prelude (one is retried)
 };
 
 // Summary line for `hone status`.

@@ -140,6 +140,31 @@ TEST_F(CoordinatorTest, ANoisyHostGetsAtMostTwoExtraAAPairs) {
   EXPECT_NE(s.candidates[0].verdict, "PENDING");
 }
 
+// One failed stock trial in the prelude (a busy host) is measured again; a second
+// failure ends the session with the reason.
+TEST_F(CoordinatorTest, AFailedStockTrialIsRetriedOnce) {
+  exec_.factors = {{"speed=fast", 1.2}};
+  exec_.invalid_trials = {"t0003"};  // the first A/A trial
+  ListProposer p({"speed=fast"});
+  SessionState s = Run(Spec(), &p);
+  EXPECT_EQ(s.aa_trials.size(), 2u);
+  EXPECT_EQ(std::find(s.aa_trials.begin(), s.aa_trials.end(), "t0003"), s.aa_trials.end());
+  ASSERT_EQ(s.candidates.size(), 1u);
+  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+
+  auto d = sys::TempDir::Create("hone-coord");
+  ASSERT_TRUE(d);
+  dir_ = std::move(*d);
+  exec_.run_dir = dir_->path().string();
+  exec_.invalid_trials = {"t0003", "t0004"};
+  ListProposer q({"speed=fast"});
+  SessionState t = Run(Spec(), &q);
+  EXPECT_NE(t.stop_reason.find("the stock configuration's trial t0004 failed: fake: a request timed out"),
+            std::string::npos)
+      << t.stop_reason;
+  EXPECT_TRUE(t.candidates.empty());
+}
+
 // Close validation is sequential: a burst of noise in its first pairs leaves the
 // verdict inconclusive, so it measures more pairs (up to max_pairs) instead of
 // giving up on a real gain after min_pairs.

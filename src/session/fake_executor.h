@@ -34,6 +34,7 @@ class FakeExecutor final : public measure::TrialExecutor {
   std::string pid_log;                           // kill tests: each trial's "server" pid
   std::vector<measure::TrialRequest> ran;
   int accuracy_checks = 0;
+  std::vector<std::string> invalid_trials;       // trial ids that run but are invalid
   // Optional: rewrites a trial's objective (after noise), e.g. a burst of host noise.
   std::function<double(const measure::TrialRequest&, double)> adjust;
 
@@ -69,6 +70,12 @@ class FakeExecutor final : public measure::TrialExecutor {
     }
     o.launched = true;
     o.valid = true;
+    if (std::find(invalid_trials.begin(), invalid_trials.end(), req.id) != invalid_trials.end()) {
+      o.valid = false;
+      o.invalid_reasons = {"fake: a request timed out"};
+      HONE_TRY(measure::WriteTrialOutcome(o));
+      return o;
+    }
     double value = base;
     for (const auto& [k, v] : req.config.values()) {
       auto it = factors.find(k + "=" + v);
