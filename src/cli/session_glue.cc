@@ -399,12 +399,21 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
     }
     if (hw && hw->kind == roofline::DeviceKind::kCpu) {
       // A CPU entry names a family; the host behind it may stream twice the table's
-      // bandwidth. Measure it (under a second) so the bound holds on this machine.
-      auto bw = roofline::MeasureReadBandwidth({.threads = std::max(1, w->machine.cpus)});
+      // bandwidth and have wider vector units. Measure both (about a second) so the
+      // bounds hold on this machine.
+      const int threads = std::max(1, w->machine.cpus);
+      auto bw = roofline::MeasureReadBandwidth({.threads = threads});
       if (bw && *bw > 0) {
         char source[96];
         std::snprintf(source, sizeof source, "read probe at session start, %.1f GB/s", *bw / 1e9);
         *hw = roofline::WithMeasuredBandwidth(*hw, *bw, source);
+      }
+      auto peaks = roofline::MeasureComputePeaks({.threads = threads});
+      if (peaks && (peaks->fp32 > 0 || peaks->int8 > 0)) {
+        char source[160];
+        std::snprintf(source, sizeof source, "compute probe at session start, %.0f GFLOP/s fp32 (%s), %.0f GOP/s int8 (%s)",
+                      peaks->fp32 / 1e9, peaks->fp32_isa.c_str(), peaks->int8 / 1e9, peaks->int8_isa.c_str());
+        *hw = roofline::WithMeasuredCompute(*hw, *peaks, source);
       }
     }
     if (hw) {
@@ -428,8 +437,17 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
         std::string where = hw.id;
         if (hw.kind == roofline::DeviceKind::kCpu && hw.measured_memory_bw_bytes_per_s) {
           char bw[64];
-          std::snprintf(bw, sizeof bw, " (probed %.1f GB/s)", *hw.measured_memory_bw_bytes_per_s / 1e9);
+          std::snprintf(bw, sizeof bw, " (probed %.1f GB/s", *hw.measured_memory_bw_bytes_per_s / 1e9);
           where += bw;
+          if (auto f = hw.measured_peak_flops.find("fp32"); f != hw.measured_peak_flops.end()) {
+            std::snprintf(bw, sizeof bw, ", %.0f GFLOP/s fp32", f->second / 1e9);
+            where += bw;
+          }
+          if (auto f = hw.measured_peak_flops.find("int8"); f != hw.measured_peak_flops.end()) {
+            std::snprintf(bw, sizeof bw, ", %.0f GOP/s int8", f->second / 1e9);
+            where += bw;
+          }
+          where += ")";
         }
         return session::RooflineNote{where + ": " + h.summary, h.ratio, h.saturated,
                                      std::string(roofline::BoundClassName(h.bound_class))};

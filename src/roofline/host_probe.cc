@@ -8,8 +8,16 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace hone::roofline {
 namespace {
+
+// Accumulator chains per thread. The inner loops over them are fully unrolled
+// (#pragma GCC unroll) so the accumulators live in registers, not in memory.
+constexpr int kChains = 12;
 
 // Sums a slice with four independent accumulators so the loop is bound by loads, not
 // by one add chain. Integer adds are associative, so the compiler may vectorize.
@@ -24,6 +32,148 @@ uint64_t SumSlice(const uint64_t* p, size_t n) {
   }
   for (; i < n; ++i) a += p[i];
   return a + b + c + d;
+}
+
+
+// The compute kernels (x86-64 only; elsewhere the table's figures stand): `iters` rounds of kChains independent chains; each returns the
+// operations it performed and writes a value derived from every chain to `sink`.
+using Kernel = double (*)(long iters, double* sink);
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) double FmaAvx512(long iters, double* sink) {
+  __m512 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(1.0f + 0.01f * static_cast<float>(k));
+  const __m512 m = _mm512_set1_ps(0.9999999f), a = _mm512_set1_ps(1e-7f);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], m, a);
+  }
+  // (Stored and summed here: GCC 12's _mm512_reduce_* trip -Wuninitialized.)
+  alignas(64) float out[16];
+  double s = 0;
+  for (int k = 0; k < kChains; ++k) {
+    _mm512_store_ps(out, acc[k]);
+    for (float v : out) s += v;
+  }
+  *sink = s;
+  return 2.0 * 16 * kChains * static_cast<double>(iters);
+}
+
+__attribute__((target("avx2,fma"))) double FmaAvx2(long iters, double* sink) {
+  __m256 acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(1.0f + 0.01f * static_cast<float>(k));
+  const __m256 m = _mm256_set1_ps(0.9999999f), a = _mm256_set1_ps(1e-7f);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], m, a);
+  }
+  alignas(32) float out[8];
+  double s = 0;
+  for (int k = 0; k < kChains; ++k) {
+    _mm256_store_ps(out, acc[k]);
+    for (float v : out) s += v;
+  }
+  *sink = s;
+  return 2.0 * 8 * kChains * static_cast<double>(iters);
+}
+
+// u8 x s8 -> i32: 64 multiply-accumulates per instruction.
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) double DotAvx512Vnni(long iters, double* sink) {
+  __m512i acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_epi32(k);
+  const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm512_dpbusd_epi32(acc[k], x, y);
+  }
+  alignas(64) int32_t out[16];
+  double s = 0;
+  for (int k = 0; k < kChains; ++k) {
+    _mm512_store_si512(out, acc[k]);
+    for (int32_t v : out) s += v;
+  }
+  *sink = s;
+  return 2.0 * 64 * kChains * static_cast<double>(iters);
+}
+
+// 32 multiply-accumulates per instruction.
+__attribute__((target("avx2,avxvnni"))) double DotAvxVnni(long iters, double* sink) {
+  __m256i acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_epi32(k);
+  const __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kChains; ++k) acc[k] = _mm256_dpbusd_avx_epi32(acc[k], x, y);
+  }
+  alignas(32) int32_t out[8];
+  double s = 0;
+  for (int k = 0; k < kChains; ++k) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), acc[k]);
+    for (int32_t v : out) s += v;
+  }
+  *sink = s;
+  return 2.0 * 32 * kChains * static_cast<double>(iters);
+}
+
+// ggml's AVX2 int8 dot product: vpmaddubsw (u8 x s8 pairs -> i16), vpmaddwd (-> i32),
+// vpaddd: 32 multiply-accumulates per three instructions. The empty asm makes `x` opaque
+// to the compiler, so the products are computed in the loop, as with real weights.
+__attribute__((target("avx2"))) double DotAvx2(long iters, double* sink) {
+  __m256i acc[kChains];
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_epi32(k);
+  __m256i x = _mm256_set1_epi8(3);
+  const __m256i y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  for (long i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int k = 0; k < kChains; ++k) {
+      asm volatile("" : "+x"(x));
+      acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), ones));
+    }
+  }
+  alignas(32) int32_t out[8];
+  double s = 0;
+  for (int k = 0; k < kChains; ++k) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), acc[k]);
+    for (int32_t v : out) s += v;
+  }
+  *sink = s;
+  return 2.0 * 32 * kChains * static_cast<double>(iters);
+}
+#endif
+
+// Runs `kernel` on `threads` threads for about `seconds` per pass; the best pass's rate.
+double PeakRate(Kernel kernel, const ComputeProbe& probe) {
+  double sink = 0;
+  // Calibrate: iterations per second of one thread.
+  long iters = 1 << 14;
+  double elapsed = 0;
+  while (true) {
+    auto start = std::chrono::steady_clock::now();
+    kernel(iters, &sink);
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > 0.01 || iters > (1L << 40)) break;
+    iters *= 4;
+  }
+  const long pass_iters = std::max(1L, static_cast<long>(static_cast<double>(iters) * probe.seconds / elapsed));
+  const auto t = static_cast<size_t>(probe.threads);
+  std::vector<double> sinks(t), done(t);
+  double best = 0;
+  for (int pass = 0; pass < probe.passes; ++pass) {
+    std::vector<std::thread> workers;
+    auto start = std::chrono::steady_clock::now();
+    for (size_t k = 0; k < t; ++k) {
+      workers.emplace_back([&, k] { done[k] = kernel(pass_iters, &sinks[k]); });
+    }
+    for (auto& w : workers) w.join();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double total = 0;
+    for (double d : done) total += d;
+    if (seconds > 0) best = std::max(best, total / seconds);
+  }
+  volatile double keep = sink;
+  for (double s : sinks) keep = keep + s;
+  (void)keep;
+  return best;
 }
 
 }  // namespace
@@ -69,6 +219,49 @@ Result<double> MeasureReadBandwidth(const BandwidthProbe& probe) {
 Hardware WithMeasuredBandwidth(Hardware hw, double bytes_per_s, const std::string& source) {
   hw.measured_memory_bw_bytes_per_s = bytes_per_s;
   hw.measured_source = hw.measured_source.empty() ? source : source + "; other ceilings: " + hw.measured_source;
+  return hw;
+}
+
+Result<ComputePeaks> MeasureComputePeaks(const ComputeProbe& probe) {
+  if (probe.threads < 1 || probe.threads > 1024 || probe.passes < 1 || !(probe.seconds > 0) || probe.seconds > 10) {
+    return InvalidArgument("compute probe: threads 1..1024, passes >= 1, seconds in (0, 10]");
+  }
+  ComputePeaks out;
+  Kernel fma = nullptr, dot = nullptr;
+  out.fp32_isa = "none";
+  out.int8_isa = "none";
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    fma = FmaAvx512;
+    out.fp32_isa = "avx512f";
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    fma = FmaAvx2;
+    out.fp32_isa = "avx2+fma";
+  }
+  if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw")) {
+    dot = DotAvx512Vnni;
+    out.int8_isa = "avx512vnni";
+  } else if (__builtin_cpu_supports("avxvnni")) {
+    dot = DotAvxVnni;
+    out.int8_isa = "avxvnni";
+  } else if (__builtin_cpu_supports("avx2")) {
+    dot = DotAvx2;
+    out.int8_isa = "avx2";
+  }
+#endif
+  if (fma) out.fp32 = PeakRate(fma, probe);
+  if (dot) out.int8 = PeakRate(dot, probe);
+  return out;
+}
+
+Hardware WithMeasuredCompute(Hardware hw, const ComputePeaks& peaks, const std::string& source) {
+  if (peaks.fp32 > 0) {
+    hw.measured_peak_flops["fp32"] = peaks.fp32;
+    hw.measured_peak_flops["fp16"] = peaks.fp32;
+  }
+  if (peaks.int8 > 0) hw.measured_peak_flops["int8"] = peaks.int8;
+  hw.measured_source = hw.measured_source.empty() ? source : source + "; " + hw.measured_source;
   return hw;
 }
 

@@ -1,5 +1,5 @@
-// Host probes: the CPU machine's own memory-bandwidth ceiling, measured in under a
-// second. A CPU entry in data/hardware.yaml names a family ("AMD EPYC, 2 vCPU"), but a
+// Host probes: the CPU machine's own memory-bandwidth and compute ceilings, measured
+// in about a second. A CPU entry in data/hardware.yaml names a family ("AMD EPYC, 2 vCPU"), but a
 // virtual machine's CPU string hides which host it runs on, and two hosts behind the
 // same string were measured here at 20 and 40 GB/s. A roofline bound that a real
 // run beats is no bound, so on a CPU host the session measures the bandwidth itself
@@ -27,5 +27,30 @@ Result<double> MeasureReadBandwidth(const BandwidthProbe& probe = {});
 
 // `hw` with its measured bandwidth replaced by `bytes_per_s` (and the source noted).
 Hardware WithMeasuredBandwidth(Hardware hw, double bytes_per_s, const std::string& source);
+
+// The compute ceilings the way ggml uses a CPU: fp32 fused multiply-adds (f16 weights
+// are converted and multiplied in fp32) and int8 dot products (q8_0/q4_0 weights),
+// each with the widest instructions this CPU has (AVX-512 / AVX2+FMA, AVX-512 VNNI /
+// AVX-VNNI / AVX2 vpmaddubsw on x86-64; elsewhere nothing is measured and the table's
+// figures stand: a rate of 0 and an ISA of "none"). Every thread runs
+// 12 independent accumulator chains, enough to fill two pipelines of 4-cycle latency.
+struct ComputeProbe {
+  int threads = 2;
+  double seconds = 0.04;  // per timed pass
+  int passes = 5;         // the best pass is the ceiling (a short pass is rarely disturbed)
+};
+
+struct ComputePeaks {
+  double fp32 = 0;        // FLOP/s (an FMA is 2)
+  double int8 = 0;        // OP/s (a multiply-accumulate is 2)
+  std::string fp32_isa;   // "avx512f", "avx2+fma", "none"
+  std::string int8_isa;   // "avx512vnni", "avxvnni", "avx2", "none"
+};
+
+Result<ComputePeaks> MeasureComputePeaks(const ComputeProbe& probe = {});
+
+// `hw` with measured compute ceilings: fp32 and fp16 from the fp32 figure, int8 from
+// the int8 figure (bf16 keeps the table's: ggml may have a faster bf16 path).
+Hardware WithMeasuredCompute(Hardware hw, const ComputePeaks& peaks, const std::string& source);
 
 }  // namespace hone::roofline

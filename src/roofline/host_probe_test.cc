@@ -33,5 +33,47 @@ TEST(HostProbeTest, TheMeasuredFigureOverridesTheTable) {
   EXPECT_NE(probed.measured_source.find("fma microbenchmark"), std::string::npos);
 }
 
+TEST(HostProbeTest, MeasuresComputePeaksWithTheWidestInstructions) {
+  ASSERT_OK_AND_ASSIGN(ComputePeaks p, MeasureComputePeaks({.threads = 1, .seconds = 0.02, .passes = 1}));
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2")) {
+    // A real rate: any AVX2 core does more than 1 GFLOP/s and less than 10 TFLOP/s.
+    EXPECT_GT(p.fp32, 1e9);
+    EXPECT_LT(p.fp32, 10e12);
+    EXPECT_GT(p.int8, 1e9);
+    EXPECT_LT(p.int8, 40e12);
+    EXPECT_EQ(p.fp32_isa, __builtin_cpu_supports("avx512f") ? "avx512f" : "avx2+fma");
+    EXPECT_NE(p.int8_isa, "none");
+    return;
+  }
+#endif
+  EXPECT_EQ(p.fp32, 0);
+  EXPECT_EQ(p.fp32_isa, "none");
+}
+
+TEST(HostProbeTest, ComputeProbeRejectsBadParameters) {
+  EXPECT_EQ(MeasureComputePeaks({.threads = 0}).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(MeasureComputePeaks({.threads = 1, .seconds = 0}).error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(MeasureComputePeaks({.threads = 1, .seconds = 0.01, .passes = 0}).error().code,
+            ErrorCode::kInvalidArgument);
+}
+
+TEST(HostProbeTest, MeasuredComputeOverridesFp32Fp16AndInt8Only) {
+  Hardware hw;
+  hw.kind = DeviceKind::kCpu;
+  hw.peak_flops = {{"fp32", 192e9}, {"fp16", 192e9}, {"bf16", 192e9}, {"int8", 384e9}};
+  Hardware probed = WithMeasuredCompute(hw, {.fp32 = 400e9, .int8 = 1500e9, .fp32_isa = "avx512f"}, "compute probe");
+  EXPECT_DOUBLE_EQ(*probed.FlopsPerSecond("fp32"), 400e9);
+  EXPECT_DOUBLE_EQ(*probed.FlopsPerSecond("fp16"), 400e9);
+  EXPECT_DOUBLE_EQ(*probed.FlopsPerSecond("int8"), 1500e9);
+  EXPECT_DOUBLE_EQ(*probed.FlopsPerSecond("bf16"), 192e9);  // ggml may have a faster bf16 path
+  EXPECT_NE(probed.measured_source.find("compute probe"), std::string::npos);
+  // Nothing measured (another ISA): the table stands.
+  Hardware same = WithMeasuredCompute(hw, {}, "compute probe");
+  EXPECT_DOUBLE_EQ(*same.FlopsPerSecond("fp32"), 192e9);
+  EXPECT_TRUE(same.measured_peak_flops.empty());
+}
+
 }  // namespace
 }  // namespace hone::roofline

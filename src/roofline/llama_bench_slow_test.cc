@@ -57,6 +57,12 @@ TEST(LlamaBenchRooflineTest, CpuBoundsHoldForPromptAndGeneration) {
     hw = WithMeasuredBandwidth(hw, std::max(bw_before, bw_after), "read probe");
     std::printf("%s: probed read bandwidth %.1f GB/s (table: %.1f GB/s)\n", hw_id.c_str(),
                 hw.MemoryBandwidth() / 1e9, table->Find(hw_id)->MemoryBandwidth() / 1e9);
+    // The compute ceilings likewise: many short passes, so that one runs undisturbed.
+    ASSERT_OK_AND_ASSIGN(ComputePeaks peaks, MeasureComputePeaks({.threads = 2, .seconds = 0.03, .passes = 10}));
+    hw = WithMeasuredCompute(hw, peaks, "compute probe");
+    std::printf("%s: probed %.0f GFLOP/s fp32 (%s), %.0f GOP/s int8 (%s) (table: %.0f, %.0f)\n", hw_id.c_str(),
+                peaks.fp32 / 1e9, peaks.fp32_isa.c_str(), peaks.int8 / 1e9, peaks.int8_isa.c_str(),
+                table->Find(hw_id)->peak_flops.at("fp32") / 1e9, table->Find(hw_id)->peak_flops.at("int8") / 1e9);
     ASSERT_OK_AND_ASSIGN(ModelSpec spec, ModelSpecFromGguf(model));
     ASSERT_OK_AND_ASSIGN(PhaseBound pp, PrefillBound(hw, spec, kPrompt));
     ASSERT_OK_AND_ASSIGN(PhaseBound tg, DecodeBound(hw, spec, 1, kGen / 2.0));
