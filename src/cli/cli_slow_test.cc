@@ -1,12 +1,17 @@
 // End-to-end tests of the hone binary as a user runs it: bad input gives one-line
 // errors and non-zero exits; a served model answers; interrupting or killing hone
-// leaves no llama-server behind.
+// leaves no llama-server behind; a real session, cold then warm, closes with a
+// report, a summary whose numbers trace to trials, and the knowledge base updated.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -186,6 +191,131 @@ TEST_F(CliLlamaTest, KilledHoneLeavesNoOrphanedServer) {
   ASSERT_OK(hone->WaitFor(10s, false));
   EXPECT_TRUE(NoneLeftWithin(model_, 10s)) << "llama-server " << server_pid << " or its guard survived the supervisor:"
                                            << Describe(ProcessesMentioning(model_));
+}
+
+// Two real sessions on llama-server, as a user runs them: a cold one, then a warm one
+// on the same workload with the knowledge base the first wrote. Whatever the search
+// finds on this host, each must close with its report and summary, every number in the
+// summary must name trials that exist, the roofline must use this host's probed
+// ceilings, the knowledge base must hold a recipe exactly when the close validated a
+// gain, and the warm session must replay it alongside its baseline.
+TEST_F(CliLlamaTest, ARealSessionColdThenWarmClosesWithReportSummaryAndRecipe) {
+  std::string f16 = Path("e2e-tiny.gguf");
+  ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
+  std::string kb = Path("kb.sqlite");
+  std::string spec = R"(name: e2e
+target:
+  model: )" + f16 + R"(
+workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+accuracy: {probes: 2, probe_tokens: 4}
+budget: {wall: 100s}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3}
+search: {knobs: [weights, threads]}
+kb: {path: )" + kb + "}\n";
+  ASSERT_OK(sys::WriteFileAtomic(Path("e2e.yaml"), spec));
+  auto load = [](const std::string& file) {
+    auto text = sys::ReadFile(file);
+    return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  };
+  for (const char* which : {"cold", "warm"}) {
+    SCOPED_TRACE(which);
+    std::string out = Path(which);
+    auto r = RunHone({"run", Path("e2e.yaml"), "--out", out}, 300s);
+    ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+    SCOPED_TRACE(LastLines(r.output, 40));
+    for (const char* f : {"report.md", "report.html", "summary.json", "state.json", "events.jsonl"}) {
+      EXPECT_TRUE(std::filesystem::exists(out + "/" + f)) << f;
+    }
+    nlohmann::json state = load(out + "/state.json");
+    nlohmann::json summary = load(out + "/summary.json");
+    ASSERT_TRUE(state.is_object() && summary.is_object());
+    EXPECT_EQ(state.value("phase", ""), "done");
+    EXPECT_EQ(summary.value("schema", ""), "hone-summary/1");
+    EXPECT_FALSE(summary.value("stop_reason", "").empty());
+    EXPECT_GT(summary.value("trials_run", 0), 5);
+    // Every trial the summary cites was measured and kept on disk.
+    std::vector<std::string> cited;
+    std::function<void(const nlohmann::json&)> collect = [&](const nlohmann::json& j) {
+      if (j.is_object()) {
+        for (const auto& [k, v] : j.items()) {
+          if (k.ends_with("trials") && v.is_array()) {
+            for (const auto& t : v) {
+              if (t.is_string()) cited.push_back(t.get<std::string>());
+            }
+          } else {
+            collect(v);
+          }
+        }
+      } else if (j.is_array()) {
+        for (const auto& v : j) collect(v);
+      }
+    };
+    collect(summary);
+    EXPECT_FALSE(cited.empty());
+    for (const std::string& t : cited) {
+      EXPECT_TRUE(std::filesystem::exists(out + "/trials/" + t + "/outcome.json")) << "cited trial " << t;
+    }
+    // The roofline used this host's probed bandwidth and compute ceilings.
+    std::string roof = state.value("roofline", "");
+    if (!roof.starts_with("unavailable")) {
+      EXPECT_NE(roof.find("probed"), std::string::npos) << roof;
+#if defined(__x86_64__)
+      EXPECT_NE(roof.find("GFLOP/s fp32"), std::string::npos) << roof;
+#endif
+    }
+    // A recipe exists exactly when a gain was validated at close with accuracy held.
+    auto list = RunHone({"kb", "list", "--kb", kb});
+    ASSERT_EQ(list.status.code, 0) << list.output;
+    bool admitted = state.value("validation_verdict", "") == "KEEP" &&
+                    state.value("close_accuracy", "").starts_with("pass");
+    if (std::string(which) == "cold") {
+      EXPECT_EQ(list.output.find(" active ") != std::string::npos,
+                admitted)
+          << list.output << "\nverdict " << state.value("validation_verdict", "") << ", accuracy "
+          << state.value("close_accuracy", "");
+      std::printf("cold session: %s (validation %s, accuracy %s)\n",
+                  admitted ? "recipe admitted" : "no recipe: importing one", state.value("validation_verdict", "").c_str(),
+                  state.value("close_accuracy", "").substr(0, 4).c_str());
+      if (!admitted) {
+        // No validated gain on this host this time (tiny trials are noisy): share a
+        // recipe the way another machine would, through `hone kb import`, with this
+        // session's identity, so the warm session has one to replay.
+        std::string version = summary.value("framework_version", "");
+        version = version.substr(0, version.find_first_of(" -"));
+        nlohmann::json recipe = {
+            {"format", "hone-kb-recipe/1"},
+            {"identity", {{"model", summary.value("model", "")}, {"hardware", summary.value("hardware", "")},
+                          {"framework", "llama.cpp"}, {"model_type", "llama"}, {"architecture", "LlamaForCausalLM"},
+                          {"framework_version", version}, {"precision", "f16"}}},
+            {"workload", {{"kind", "fixed"}, {"concurrency", 2}, {"isl", 32}, {"osl", 8}}},
+            {"config", {{"weights", "q8_0"}}},
+            {"objective", {{"name", "total_tps_per_gpu"}, {"value", 120.0}, {"ci_lo", 110.0}, {"ci_hi", 130.0},
+                           {"higher_is_better", true}, {"trial_ids", {"t0001"}}}},
+            {"baseline", {{"value", 100.0}, {"trial_ids", {"t0002"}}}},
+            {"provenance", {{"session_id", "another-machine"}, {"hone_version", "0.1.0"}, {"date", "2026-12-01T00:00:00Z"}}}};
+        ASSERT_OK(sys::WriteFileAtomic(Path("shared.jsonl"), recipe.dump() + "\n"));
+        auto imported = RunHone({"kb", "import", "--kb", kb, Path("shared.jsonl")});
+        ASSERT_EQ(imported.status.code, 0) << imported.output;
+        auto listed = RunHone({"kb", "list", "--kb", kb});
+        ASSERT_NE(listed.output.find(" active "), std::string::npos) << listed.output;
+      }
+    } else {
+      // The warm session replayed the cold recipe, riding along its baseline:
+      // warmup, baseline, replay, A/A, baseline, replay, A/A, ...
+      EXPECT_NE(state.value("warm_replay", "").find("recipe 1 replayed"), std::string::npos)
+          << state.value("warm_replay", "");
+      std::vector<std::string> roles;
+      std::ifstream events(out + "/events.jsonl");
+      for (std::string line; std::getline(events, line) && roles.size() < 7;) {
+        auto e = nlohmann::json::parse(line, nullptr, false);
+        if (e.is_object() && e.value("type", "") == "trial_started") roles.push_back(e.value("role", ""));
+      }
+      EXPECT_EQ(Join(roles, " "), "warmup baseline replay aa baseline replay aa") << Join(roles, " ");
+      std::printf("warm session: %s\n", state.value("warm_replay", "").c_str());
+    }
+  }
+  EXPECT_TRUE(NoneLeftWithin(f16, 10s)) << Describe(ProcessesMentioning(f16));
 }
 
 }  // namespace
