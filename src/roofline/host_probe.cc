@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <thread>
@@ -18,6 +19,20 @@ namespace {
 // Accumulator chains per thread. The inner loops over them are fully unrolled
 // (#pragma GCC unroll) so the accumulators live in registers, not in memory.
 constexpr int kChains = 12;
+
+// The sum of every lane of the accumulators, read as plain memory, so one helper
+// serves every vector type (and the results cannot be optimized away).
+template <typename Lane, typename Vec>
+double SumLanes(const Vec (&acc)[kChains]) {
+  constexpr size_t kLanes = sizeof(Vec) / sizeof(Lane);
+  double s = 0;
+  for (const Vec& v : acc) {
+    Lane lanes[kLanes];
+    std::memcpy(lanes, &v, sizeof v);
+    for (Lane x : lanes) s += static_cast<double>(x);
+  }
+  return s;
+}
 
 // Sums a slice with four independent accumulators so the loop is bound by loads, not
 // by one add chain. Integer adds are associative, so the compiler may vectorize.
@@ -48,14 +63,7 @@ __attribute__((target("avx512f"))) double FmaAvx512(long iters, double* sink) {
 #pragma GCC unroll 12
     for (int k = 0; k < kChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], m, a);
   }
-  // (Stored and summed here: GCC 12's _mm512_reduce_* trip -Wuninitialized.)
-  alignas(64) float out[16];
-  double s = 0;
-  for (int k = 0; k < kChains; ++k) {
-    _mm512_store_ps(out, acc[k]);
-    for (float v : out) s += v;
-  }
-  *sink = s;
+  *sink = SumLanes<float>(acc);
   return 2.0 * 16 * kChains * static_cast<double>(iters);
 }
 
@@ -67,13 +75,7 @@ __attribute__((target("avx2,fma"))) double FmaAvx2(long iters, double* sink) {
 #pragma GCC unroll 12
     for (int k = 0; k < kChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], m, a);
   }
-  alignas(32) float out[8];
-  double s = 0;
-  for (int k = 0; k < kChains; ++k) {
-    _mm256_store_ps(out, acc[k]);
-    for (float v : out) s += v;
-  }
-  *sink = s;
+  *sink = SumLanes<float>(acc);
   return 2.0 * 8 * kChains * static_cast<double>(iters);
 }
 
@@ -86,13 +88,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) double DotAvx512Vnni(long
 #pragma GCC unroll 12
     for (int k = 0; k < kChains; ++k) acc[k] = _mm512_dpbusd_epi32(acc[k], x, y);
   }
-  alignas(64) int32_t out[16];
-  double s = 0;
-  for (int k = 0; k < kChains; ++k) {
-    _mm512_store_si512(out, acc[k]);
-    for (int32_t v : out) s += v;
-  }
-  *sink = s;
+  *sink = SumLanes<int32_t>(acc);
   return 2.0 * 64 * kChains * static_cast<double>(iters);
 }
 
@@ -105,13 +101,7 @@ __attribute__((target("avx2,avxvnni"))) double DotAvxVnni(long iters, double* si
 #pragma GCC unroll 12
     for (int k = 0; k < kChains; ++k) acc[k] = _mm256_dpbusd_avx_epi32(acc[k], x, y);
   }
-  alignas(32) int32_t out[8];
-  double s = 0;
-  for (int k = 0; k < kChains; ++k) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), acc[k]);
-    for (int32_t v : out) s += v;
-  }
-  *sink = s;
+  *sink = SumLanes<int32_t>(acc);
   return 2.0 * 32 * kChains * static_cast<double>(iters);
 }
 
@@ -130,13 +120,7 @@ __attribute__((target("avx2"))) double DotAvx2(long iters, double* sink) {
       acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), ones));
     }
   }
-  alignas(32) int32_t out[8];
-  double s = 0;
-  for (int k = 0; k < kChains; ++k) {
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), acc[k]);
-    for (int32_t v : out) s += v;
-  }
-  *sink = s;
+  *sink = SumLanes<int32_t>(acc);
   return 2.0 * 32 * kChains * static_cast<double>(iters);
 }
 #endif
