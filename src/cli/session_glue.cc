@@ -76,16 +76,26 @@ class KbWarmStart final : public session::WarmStart {
     c.explanation = *explanation;
     return c;
   }
-  void RecordReplay(const session::WarmCandidate& c, bool reproduced, double gain, const std::string& detail) override {
+  std::string RecordReplay(const session::WarmCandidate& c, const session::ReplayResult& r) override {
     kb::ReplayOutcome o;
     o.identity = SessionIdentity(w_);
     o.workload = SessionWorkload(w_.spec);
     o.baseline_value = 1.0;
-    o.objective_value = 1.0 + gain;
-    o.accuracy_passed = reproduced || detail.find("accuracy") == std::string::npos;
-    o.session_id = "hone";
+    o.objective_value = 1.0 + r.gain;
+    o.accuracy_passed = r.accuracy_passed;
+    o.verdict = r.verdict;
+    o.reproduce_fraction = w_.spec.kb.reproduce_fraction;
+    o.trial_ids = r.trial_ids;
+    o.session_id = r.session_id;
+    o.hone_version = HONE_VERSION;
     auto v = w_.kb->RecordReplay(c.recipe_id, o);
-    if (!v) sys::LogWarn("knowledge base: " + v.error().message);
+    if (!v) {
+      sys::LogWarn("knowledge base: " + v.error().message);
+      return "not recorded: " + v.error().message;
+    }
+    if (v->reproduced) return std::string(v->same_point ? "reproduced" : "transferred") + ": " + v->reason;
+    return v->same_point ? "did not reproduce, recipe demoted: " + v->reason
+                         : "did not transfer here, recipe kept active (recorded at another operating point): " + v->reason;
   }
 
  private:

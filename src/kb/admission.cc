@@ -44,18 +44,22 @@ ReplayVerdict JudgeReplay(const Recipe& recipe, const ReplayOutcome& outcome, co
   v.same_point = outcome.identity == recipe.identity && outcome.workload == recipe.workload;
   v.recorded_gain = recipe.GainFraction();
   v.measured_gain = GainFraction(outcome.objective_value, outcome.baseline_value, recipe.objective.higher_is_better);
-  v.required_gain = rules.reproduce_min_fraction * v.recorded_gain;
+  const double fraction = outcome.reproduce_fraction.value_or(rules.reproduce_min_fraction);
+  v.required_gain = fraction * v.recorded_gain;
   if (!outcome.accuracy_passed) {
     v.reason = "accuracy gate failed on replay";
+  } else if (outcome.verdict != "KEEP") {
+    v.reason = "the replay's verdict is " + outcome.verdict + " (re-measured gain " + Pct(v.measured_gain) +
+               "), not a KEEP";
   } else if (outcome.baseline_value <= 0) {
     v.reason = "replay has no positive baseline to compare with";
   } else if (v.measured_gain < v.required_gain) {
     v.reason = "re-measured gain " + Pct(v.measured_gain) + " is below " + Pct(v.required_gain) + " (" +
-               Pct(rules.reproduce_min_fraction) + " of the recorded " + Pct(v.recorded_gain) + ")";
+               Pct(fraction) + " of the recorded " + Pct(v.recorded_gain) + ")";
   } else {
     v.reproduced = true;
     v.reason = "re-measured gain " + Pct(v.measured_gain) + " reaches " + Pct(v.required_gain) + " (" +
-               Pct(rules.reproduce_min_fraction) + " of the recorded " + Pct(v.recorded_gain) + ")";
+               Pct(fraction) + " of the recorded " + Pct(v.recorded_gain) + ")";
   }
   v.demoted = !v.reproduced && v.same_point;
   return v;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kb/recipe.h"
@@ -41,6 +42,11 @@ struct ReplayOutcome {
   double objective_value = 0;  // the recipe's config, re-measured
   double baseline_value = 0;   // the session's own stock baseline
   bool accuracy_passed = false;
+  // The replay's verdict against the session's stock: only a KEEP (statistically
+  // faster) can reproduce, whatever its point estimate.
+  std::string verdict = "KEEP";
+  // The session's own bar (spec kb.reproduce_fraction); the rules' when unset.
+  std::optional<double> reproduce_fraction;
   std::vector<std::string> trial_ids;
   std::string session_id;
   std::string hone_version;

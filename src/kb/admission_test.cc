@@ -200,6 +200,23 @@ TEST_F(AdmissionStoreTest, ReplayThatFailsToReproduceDemotesButKeeps) {
   EXPECT_EQ(r.status, RecipeStatus::kActive);
 }
 
+// Only a statistically kept replay reproduces: an undecided one with a large point
+// estimate does not count up. The session's own bar overrides the rules' fraction.
+TEST_F(AdmissionStoreTest, ReplayReproducesOnlyWhenKeptAndAtTheSessionsBar) {
+  ASSERT_OK_AND_ASSIGN(Admission a, store_->Admit(Validated(TestRecipe())));  // recorded gain 20%
+  ReplayOutcome undecided = ReplayAt(TestRecipe(), 125, 100);
+  undecided.verdict = "INCONCLUSIVE";
+  ASSERT_OK_AND_ASSIGN(ReplayVerdict v, store_->RecordReplay(a.recipe_id, undecided));
+  EXPECT_FALSE(v.reproduced);
+  EXPECT_EQ(v.reason, "the replay's verdict is INCONCLUSIVE (re-measured gain 25.0%), not a KEEP");
+  ASSERT_OK_AND_ASSIGN(Admission b, store_->Admit(Validated(TestRecipe("s-5"))));  // re-activated
+  ReplayOutcome lower_bar = ReplayAt(TestRecipe(), 111, 100);  // 11%: below the rules' 80%, above a 50% bar
+  lower_bar.reproduce_fraction = 0.5;
+  ASSERT_OK_AND_ASSIGN(v, store_->RecordReplay(b.recipe_id, lower_bar));
+  EXPECT_TRUE(v.reproduced) << v.reason;
+  EXPECT_EQ(v.reason, "re-measured gain 11.0% reaches 10.0% (50.0% of the recorded 20.0%)");
+}
+
 TEST_F(AdmissionStoreTest, ReplayFailingAccuracyDemotes) {
   ASSERT_OK_AND_ASSIGN(Admission a, store_->Admit(Validated(TestRecipe())));
   ASSERT_OK_AND_ASSIGN(ReplayVerdict v,

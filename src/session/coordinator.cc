@@ -582,13 +582,14 @@ Status Coordinator::Prelude() {
     warm.recorded_gain = r->predicted_gain;
     warm.explanation = r->rationale;
     warm.recipe_id = ParseInt(r->idea.substr(r->idea.rfind('-') + 1)).value_or(0);
-    bool reproduced = r->verdict == "KEEP" && r->gain >= spec_.kb.reproduce_fraction * warm.recorded_gain;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%% (%s)",
+    ReplayResult result{r->verdict,         r->gain,   r->verdict != "ACCURACY_FAILED",
+                        r->candidate_trials, r->reason, state_.session_id};
+    const std::string judged = services_.warm_start->RecordReplay(warm, result);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%%",
                   static_cast<long long>(warm.recipe_id), r->verdict.c_str(), r->gain * 100,
-                  warm.recorded_gain * 100, reproduced ? "reproduced" : "did not reproduce");
-    state_.warm_replay = buf;
-    services_.warm_start->RecordReplay(warm, reproduced, r->gain, r->reason);
+                  warm.recorded_gain * 100);
+    state_.warm_replay = std::string(buf) + " (" + judged + ")";
     Event("warm_replay", {{"result", state_.warm_replay}});
     HONE_TRY(Save());
   }

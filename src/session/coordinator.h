@@ -41,12 +41,24 @@ struct WarmCandidate {
   int64_t recipe_id = 0;
 };
 
-// The knowledge base as the coordinator sees it.
+// How the replay of a recipe went in this session.
+struct ReplayResult {
+  std::string verdict;                 // KEEP, INCONCLUSIVE, REVERT, ACCURACY_FAILED, LAUNCH_FAILED, ...
+  double gain = 0;                     // vs this session's stock baseline
+  bool accuracy_passed = true;
+  std::vector<std::string> trial_ids;  // the replay's own trials
+  std::string detail;
+  std::string session_id;
+};
+
+// The knowledge base as the coordinator sees it. The knowledge base alone decides
+// whether a replay reproduced its recipe (or, at another operating point, transferred);
+// RecordReplay returns that judgment in words for the report.
 class WarmStart {
  public:
   virtual ~WarmStart() = default;
   virtual std::optional<WarmCandidate> Match(std::string* explanation) = 0;
-  virtual void RecordReplay(const WarmCandidate& c, bool reproduced, double gain, const std::string& detail) = 0;
+  virtual std::string RecordReplay(const WarmCandidate& c, const ReplayResult& r) = 0;
 };
 
 // A kernel backend as the coordinator sees it: given the best config, returns

@@ -430,16 +430,18 @@ class FakeWarmStart final : public WarmStart {
  public:
   std::optional<WarmCandidate> recipe;
   int matches = 0;
-  std::vector<std::string> replays;  // "recipe:reproduced:gain"
+  std::vector<std::string> replays;  // "recipe:verdict:gain:trials"
   std::optional<WarmCandidate> Match(std::string* explanation) override {
     ++matches;
     *explanation = recipe ? "direct hit" : "no recipe for this model";
     return recipe;
   }
-  void RecordReplay(const WarmCandidate& c, bool reproduced, double gain, const std::string&) override {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%lld:%d:%.2f", static_cast<long long>(c.recipe_id), reproduced ? 1 : 0, gain);
+  std::string RecordReplay(const WarmCandidate& c, const ReplayResult& r) override {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%lld:%s:%.2f:%zu", static_cast<long long>(c.recipe_id), r.verdict.c_str(), r.gain,
+                  r.trial_ids.size());
     replays.push_back(buf);
+    return "judged by the fake knowledge base";
   }
 };
 
@@ -491,9 +493,11 @@ TEST_F(WarmCoordinatorTest, TheReplayRidesAlongTheBaselineAndIsJudgedOnItsPairs)
   EXPECT_EQ(s.best.ToString(), "weights=q8_0");
   EXPECT_EQ(warm_.matches, 1);
   ASSERT_EQ(warm_.replays.size(), 1u);
-  EXPECT_EQ(warm_.replays[0].substr(0, 4), "7:1:");
+  EXPECT_EQ(warm_.replays[0].substr(0, 7), "7:KEEP:");
+  EXPECT_EQ(warm_.replays[0].substr(warm_.replays[0].size() - 2), ":3");  // its three trials
   EXPECT_NE(s.warm_replay.find("recipe 7 replayed: KEEP"), std::string::npos) << s.warm_replay;
-  EXPECT_NE(s.warm_replay.find("(reproduced)"), std::string::npos) << s.warm_replay;
+  // The knowledge base's judgment is what the session reports.
+  EXPECT_NE(s.warm_replay.find("(judged by the fake knowledge base)"), std::string::npos) << s.warm_replay;
 }
 
 TEST_F(WarmCoordinatorTest, TooFewSharedPairsAreExtendedWithOrdinaryOnes) {
@@ -527,8 +531,8 @@ TEST_F(WarmCoordinatorTest, ARecipeThatDoesNotLaunchLeavesTheBaselineWhole) {
   EXPECT_EQ(replays, 1);  // tried once, then the baseline went on alone
   EXPECT_EQ(s.best, s.stock);
   ASSERT_EQ(warm_.replays.size(), 1u);
-  EXPECT_EQ(warm_.replays[0].substr(0, 4), "4:0:");  // demoted, not reproduced
-  EXPECT_NE(s.warm_replay.find("did not reproduce"), std::string::npos);
+  EXPECT_EQ(warm_.replays[0].substr(0, 16), "4:LAUNCH_FAILED:");
+  EXPECT_NE(s.warm_replay.find("recipe 4 replayed: LAUNCH_FAILED"), std::string::npos) << s.warm_replay;
 }
 
 TEST_F(WarmCoordinatorTest, NoRecipeMeansAPlainBaseline) {
