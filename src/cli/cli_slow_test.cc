@@ -313,6 +313,9 @@ kb: {path: )" + kb + "}\n";
       }
       EXPECT_EQ(Join(roles, " "), "warmup baseline replay aa baseline replay aa") << Join(roles, " ");
       std::printf("warm session: %s\n", state.value("warm_replay", "").c_str());
+      // The knowledge base's history names the session that replayed the recipe.
+      auto show = RunHone({"kb", "show", "1", "--kb", kb});
+      EXPECT_NE(show.output.find("session " + state.value("session_id", "?")), std::string::npos) << show.output;
     }
   }
   EXPECT_TRUE(NoneLeftWithin(f16, 10s)) << Describe(ProcessesMentioning(f16));
