@@ -183,17 +183,24 @@ void Coordinator::Observe(const CandidateRecord& c) {
   services_.proposer->Observe(obs);
 }
 
+measure::VerdictInput Coordinator::PairedInput(std::vector<double> a, std::vector<double> b, int looks) const {
+  measure::VerdictInput in{std::move(a),       std::move(b),      spec_.objective.maximize, spec_.measurement.min_gain,
+                           state_.noise_floor, spec_.measurement.confidence};
+  in.looks = looks;
+  return in;
+}
+
+int Coordinator::PlannedLooks() const {
+  const auto& m = spec_.measurement;
+  return (m.max_pairs - m.min_pairs) / m.pair_step + 1;
+}
+
 Status Coordinator::Judge(CandidateRecord& c, bool final_look) {
-  measure::VerdictInput in;
   // Whole pairs only: a resumed run may hold an incumbent trial whose twin never ran.
-  size_t n = std::min(c.incumbent_values.size(), c.candidate_values.size());
-  in.a.assign(c.incumbent_values.begin(), c.incumbent_values.begin() + static_cast<long>(n));
-  in.b.assign(c.candidate_values.begin(), c.candidate_values.begin() + static_cast<long>(n));
-  in.maximize = spec_.objective.maximize;
-  in.min_gain = spec_.measurement.min_gain;
-  in.noise_floor = state_.noise_floor;
-  in.confidence = spec_.measurement.confidence;
-  in.looks = (spec_.measurement.max_pairs - spec_.measurement.min_pairs) / spec_.measurement.pair_step + 1;
+  const auto n = static_cast<long>(std::min(c.incumbent_values.size(), c.candidate_values.size()));
+  measure::VerdictInput in =
+      PairedInput({c.incumbent_values.begin(), c.incumbent_values.begin() + n},
+                  {c.candidate_values.begin(), c.candidate_values.begin() + n}, PlannedLooks());
   in.seed = static_cast<uint64_t>(state_.next_candidate);
   measure::VerdictResult r = measure::Judge(in);
   c.gain = r.gain;
@@ -209,7 +216,6 @@ Status Coordinator::Judge(CandidateRecord& c, bool final_look) {
 
 Status Coordinator::Evaluate(CandidateRecord& c) {
   const measure::OperatingPoint point = Primary();
-
   // Screening: one unpaired trial drops clear losers and launch failures cheaply.
   if (spec_.measurement.screen && c.screen_trial.empty() && c.candidate_values.empty()) {
     if (!CanAfford(1)) return Finish(c, "SKIPPED_BUDGET", "not enough budget left to measure it");
@@ -402,7 +408,6 @@ Status Coordinator::RunReplayTrial(CandidateRecord& r) {
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("replay", r.config, Primary(), r.server_binary));
   CandidateRecord* c = ReplayCandidate();  // RunTrial does not add records, but be safe
   if (!c || c->id != rid) return Ok();
-
   if (!b.launched) {
     c->failure_kind = b.failure_kind;
     return Finish(*c, "LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
@@ -799,9 +804,7 @@ Status Coordinator::Sweep() {
       rec.best_tps = b_tps / n;
       rec.stock_intvty = a_intvty / n;
       rec.best_intvty = b_intvty / n;
-      measure::VerdictInput in{a, b, spec_.objective.maximize, spec_.measurement.min_gain, state_.noise_floor,
-                               spec_.measurement.confidence};
-      measure::VerdictResult r = measure::Judge(in);
+      measure::VerdictResult r = measure::Judge(PairedInput(a, b, 1));
       rec.verdict = std::string(measure::VerdictName(r.verdict));
       rec.best_config = r.verdict == measure::Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
     }
@@ -855,9 +858,7 @@ Status Coordinator::CloseSession() {
         trials.push_back(tb->id);
       }
       if (static_cast<int>(a.size()) < m.min_pairs) break;  // not even the minimum: not validated
-      measure::VerdictInput in{a, b, spec_.objective.maximize, m.min_gain, state_.noise_floor, m.confidence};
-      in.looks = (m.max_pairs - m.min_pairs) / m.pair_step + 1;
-      r = measure::Judge(in);
+      r = measure::Judge(PairedInput(a, b, PlannedLooks()));
       // Out of budget after the minimum: judge what was measured.
       if (!ok || r.verdict != measure::Verdict::kInconclusive || target >= m.max_pairs) break;
       Progress("  close validation inconclusive after " + std::to_string(a.size()) + " pairs (" +

@@ -170,6 +170,10 @@ class Coordinator {
   // Measures a candidate (screen, accuracy, pairs) and sets its verdict.
   Status Evaluate(CandidateRecord& c);
   Status Judge(CandidateRecord& c, bool final_look);
+  // The verdict's input for paired values under this session's measurement settings.
+  measure::VerdictInput PairedInput(std::vector<double> a, std::vector<double> b, int looks) const;
+  // Looks a sequential judgment plans: min_pairs, then every pair_step up to max_pairs.
+  int PlannedLooks() const;
   Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p,
                                          const std::string& server_binary);
   Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p) {
