@@ -33,6 +33,10 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
       ++r.warmup;
       continue;
     }
+    if (rec.cut) {
+      ++r.cut;
+      continue;
+    }
     ++r.total;
     if (!rec.ok()) {
       ++r.failed;
@@ -106,6 +110,13 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
     int64_t peak = 0;
     for (const auto& [s, n] : tokens_per_s) peak = std::max(peak, n);
     r.peak_output_tps = static_cast<double>(peak) * tokens_per_chunk;
+  }
+  // Requests cut at a window's end: the tokens they produced inside it count (one per
+  // content chunk; the prompt once its first token arrived), their latencies do not.
+  for (const RequestRecord& rec : run.records) {
+    if (rec.phase != Phase::kProfiling || !rec.cut) continue;
+    if (rec.t_first_ns > 0) r.total_input_tokens += rec.isl;
+    r.total_output_tokens += static_cast<int64_t>(rec.chunk_ns.size());
   }
   std::sort(events.begin(), events.end());
   int cur = 0;
