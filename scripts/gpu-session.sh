@@ -46,6 +46,8 @@ if [ ! -d "$cache/llama-src/.git" ]; then
 fi
 log "provisioning llama.cpp (CUDA)"
 "$hone" provision llama.cpp --cuda --source "$cache/llama-src" -j "$(nproc)" 2>&1 | grep -v '^\s*$' | tail -n 8
+# The catalog's flags and variables against the CUDA build (its --help kept).
+"$hone" catalog check --cuda --quick --save-help "$out/llama-server-cuda-help.txt" || true
 
 # 3. The session: run, or resume the one this spec started.
 name=$(basename "$spec" .yaml)

@@ -17,9 +17,12 @@ mkdir -p "$out"
 
 [ -x build/src/cli/hone ] || ./scripts/build.sh
 hone=build/src/cli/hone
-$hone provision llama.cpp >/dev/null  # the pinned source (fetched once into the cache)
-src=$($hone provision llama.cpp | awk '$1 == "source" {print $2}')
-[ -f "$src/CMakeLists.txt" ] || { echo "pack: llama.cpp source not found ($src)" >&2; exit 1; }
+# The pinned source, as `hone provision llama.cpp` fetches it (<cache>/llama.cpp/<tag>-<commit7>/src).
+tag=$(awk '$1 == "tag:" {print $2}' data/llama.cpp.yaml)
+commit=$(awk '$1 == "commit:" {print $2}' data/llama.cpp.yaml)
+src=${HONE_CACHE_DIR:-$HOME/.cache/hone}/llama.cpp/$tag-${commit:0:7}/src
+[ -f "$src/CMakeLists.txt" ] || { echo "pack: no llama.cpp source in $src: run hone provision llama.cpp" >&2; exit 1; }
+[ "$(git -C "$src" rev-parse HEAD)" = "$commit" ] || { echo "pack: $src is not at the pinned commit" >&2; exit 1; }
 
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT

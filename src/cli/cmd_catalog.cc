@@ -18,11 +18,13 @@ Action RegisterCatalog(CLI::App& app, const Context& ctx) {
     std::string binary;
     bool cuda = false;
     std::string save_help;
+    bool quick = false;
   };
   auto o = std::make_shared<Opts>();
   check->add_option("--binary", o->binary, "llama-server to check (default: the provisioned one)");
   check->add_flag("--cuda", o->cuda, "Check the provisioned CUDA build");
   check->add_option("--save-help", o->save_help, "Also write the binary's --help text to this file");
+  check->add_flag("--quick", o->quick, "Flags and environment variables only (no parser run per value)");
   return [o, &ctx]() -> int {
     std::string binary = o->binary;
     std::string version;
@@ -39,7 +41,7 @@ Action RegisterCatalog(CLI::App& app, const Context& ctx) {
     auto catalog = target::LoadCatalogFor(ctx.data_dir + "/catalogs", "llama.cpp", target::NumericVersion(version));
     if (!catalog) return ReportError(catalog.error());
     std::printf("catalog %s (llama.cpp %s)\n", catalog->path().c_str(), version.c_str());
-    auto c = target::CheckCatalog(*catalog, binary);
+    auto c = target::CheckCatalog(*catalog, binary, !o->quick);
     if (!c) return ReportError(c.error());
     if (!o->save_help.empty()) {
       if (auto s = sys::WriteFileAtomic(o->save_help, c->help_text); !s) return ReportError(s.error());

@@ -32,8 +32,9 @@ struct CatalogCheck {
 // The option names (-t, --threads, ...) in a llama.cpp-style --help text.
 std::vector<std::string> HelpOptions(const std::string& help_text);
 
-// Runs the checks (a few hundred `binary FLAG VALUE --version` calls: seconds).
-// Errors only when the binary cannot be run at all.
-Result<CatalogCheck> CheckCatalog(const KnobCatalog& catalog, const std::string& binary);
+// Runs the checks (a few hundred `binary FLAG VALUE --version` calls: seconds on a CPU
+// build, minutes on a CUDA build, whose every start initializes the driver; `values`
+// false skips them: flags and variables only). Errors only when the binary cannot run.
+Result<CatalogCheck> CheckCatalog(const KnobCatalog& catalog, const std::string& binary, bool values = true);
 
 }  // namespace hone::target
