@@ -38,7 +38,7 @@ std::vector<std::string> HelpOptions(const std::string& help_text) {
   return {options.begin(), options.end()};
 }
 
-Result<CatalogCheck> CheckCatalog(const KnobCatalog& catalog, const std::string& binary, bool values) {
+Result<CatalogCheck> CheckCatalog(const KnobCatalog& catalog, const std::string& binary, bool check_values) {
   CatalogCheck c;
   c.binary = binary;
   auto run = [&](std::vector<std::string> args) -> Result<sys::CommandOutput> {
@@ -63,7 +63,7 @@ Result<CatalogCheck> CheckCatalog(const KnobCatalog& catalog, const std::string&
   }
   // Values: every one a search may try, the default, and each bool form.
   for (const Knob& k : catalog.knobs()) {
-    if (k.flag.empty() || !values) continue;
+    if (k.flag.empty() || !check_values) continue;
     std::vector<std::vector<std::string>> cases;
     if (k.type == KnobType::kBool) {
       cases.push_back({k.flag});
