@@ -179,7 +179,12 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
                   context.max_error_rate * 100);
     r.invalid_reasons.push_back(buf);
   }
-  if (r.successful == 0) r.invalid_reasons.push_back("no successful request");
+  // A measurement window may end before any request completes (long outputs): the tokens
+  // streamed inside it still measure throughput; latencies are then unknown.
+  if (r.successful == 0 && r.cut == 0) r.invalid_reasons.push_back("no successful request");
+  if (r.successful == 0 && r.cut > 0 && r.total_output_tokens == 0) {
+    r.invalid_reasons.push_back("no token arrived inside the measurement window");
+  }
   if (r.successful > 0 && r.osl_mismatches * 100 > r.successful) {
     r.invalid_reasons.push_back(std::to_string(r.osl_mismatches) + " requests returned a different output length than forced");
   }

@@ -166,6 +166,7 @@ TEST(RunnerTest, AWindowCutsTheRequestsStillRunningAndCountsTheirTokens) {
   EXPECT_EQ(r.cut, 4);
   EXPECT_EQ(r.failed, 0) << "a cut is not an error";
   EXPECT_EQ(r.successful, 0);
+  EXPECT_TRUE(r.valid) << "the window measured tokens: " << Join(r.invalid_reasons, "; ");
   EXPECT_EQ(r.total_output_tokens, chunks);
   EXPECT_EQ(r.total_input_tokens, 4 * 3);
   EXPECT_GT(r.output_tps, 0);
