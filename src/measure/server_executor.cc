@@ -118,6 +118,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
       // A measurement window: the pool must outlast it at this concurrency.
       run.duration_s = spec.workload.window_s;
       run.cut_at_window_end = true;
+      run.ramp_s = spec.workload.ramp_s;
     }
     w.seed = spec.workload.seed;
     ctx.endpoint = std::string(bench::EndpointPath(w.endpoint));
