@@ -1,11 +1,16 @@
-// `hone search record|compare`: the search comparison harness.
+// `hone search record|merge|compare`: the search comparison harness.
 //   record   measures a response surface: every combination of the given knob values,
 //            one real trial each (the session's trial executor: fresh server, warm-up,
-//            benchmark), in a shuffled order, then repeats of a random share of the
-//            points at later times (their spread is the noise model). Resumable: an
-//            existing output file is continued.
-//   compare  runs hone's planner, random search and grid search on a recorded surface
-//            with the same trial budget over many seeds (search/compare.h).
+//            benchmark) per pass, each pass in a new shuffled order (--repeats), then
+//            repeats of a random share of the points at later times (their spread is the
+//            noise model); each trial's wall time is kept; after the first pass, one
+//            accuracy check per numerics class (the session's gate: token agreement and
+//            KL divergence against the stock). Resumable: an existing output file is
+//            continued. --shard K/N records a share of the points (one recorder per GPU).
+//   merge    joins recordings of one grid (shards recorded on several GPUs).
+//   compare  runs hone's planner, random search, grid search and TPE on recorded
+//            surfaces at matched budgets over many seeds, every candidate judged by the
+//            session's protocol on the recorded noise (lab/compare.h).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -14,7 +19,7 @@
 #include "cli/commands.h"
 #include "core/rng.h"
 #include "core/strings.h"
-#include "search/compare.h"
+#include "lab/compare.h"
 #include "search/heuristics.h"
 #include "search/surface.h"
 #include "sys/files.h"
@@ -24,6 +29,7 @@
 #include "bench/metrics.h"
 #include "cli/session_glue.h"
 #include "sys/clock.h"
+#include "sys/machine.h"
 #endif
 
 namespace hone::cli {
@@ -38,11 +44,22 @@ struct SearchOpts {
   std::vector<std::string> axes;   // "knob=v1,v2,v3"
   std::vector<std::string> stock;  // "knob=v"
   double repeat_fraction = 0.25;
+  int repeats = 1;
+  std::string shard;  // "K/N"
+  int quiet = -1;     // >= 0: wait for at most this many other runnable tasks before a trial
+  double quiet_wait_s = 120;
   std::string run_dir;
+  // merge
+  std::vector<std::string> inputs;
   // compare
-  std::string surface;
+  std::vector<std::string> surfaces;
   int seeds = 100;
-  int budget = 0;
+  std::string budgets;
+  int horizon = 0;
+  double noise = -1;
+  bool no_accuracy = false;  // record: no accuracy checks; compare: the gate left out
+  int jobs = 1;
+  std::string out_dir;
   std::string framework = "llama.cpp";
   std::string version = "0.4.0";
   // both
@@ -77,16 +94,107 @@ Result<std::pair<std::vector<search::SurfaceAxis>, Config>> ParseAxes(const Sear
   return std::make_pair(axes, stock);
 }
 
+// The host's load while a recording runs: the mean and the largest 1-minute load
+// average at the trials' starts, and how many trials started in a quiet moment, kept in
+// the surface's info (accumulated over runs that continue the file).
+void AddLoad(std::map<std::string, std::string>& info, double load, bool quiet) {
+  double sum = ParseDouble(info["load_sum"]).value_or(0) + load;
+  double n = ParseDouble(info["load_n"]).value_or(0) + 1;
+  double max = std::max(ParseDouble(info["load_max"]).value_or(0), load);
+  double quiet_n = ParseDouble(info["quiet_n"]).value_or(0) + (quiet ? 1 : 0);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.3f", sum);
+  info["load_sum"] = buf;
+  info["load_n"] = std::to_string(static_cast<int64_t>(n));
+  info["quiet_n"] = std::to_string(static_cast<int64_t>(quiet_n));
+  std::snprintf(buf, sizeof buf, "%.2f", max);
+  info["load_max"] = buf;
+  std::snprintf(buf, sizeof buf, "mean %.2f, max %.2f over %.0f trials; %.0f started in a quiet moment", sum / n, max,
+                n, quiet_n);
+  info["load_1min"] = buf;
+}
+
+// Waits (up to `max_wait_s`) until no more than `max_runnable` other tasks were runnable
+// over the last two seconds (a shared machine between two compiler jobs); returns
+// whether it got there, and the 1-minute load average at the end.
+std::pair<bool, double> WaitForQuiet(sys::Clock& clock, int max_runnable, double max_wait_s) {
+  const double start = clock.MonoSeconds();
+  int quiet_polls = 0;
+  double load = 0;
+  while (true) {
+    auto l = sys::ReadHostLoad();
+    if (!l) return {false, 0};
+    load = l->load_1min;
+    quiet_polls = l->runnable <= max_runnable ? quiet_polls + 1 : 0;
+    if (quiet_polls >= 5) return {true, load};
+    if (clock.MonoSeconds() - start > max_wait_s || sys::InterruptRequested()) return {false, load};
+    clock.SleepFor(std::chrono::milliseconds(400));
+  }
+}
+
+// One accuracy check per numerics class (search::NumericsClasses), given to every point
+// of the class. The class's representative is its launched point closest to the stock.
+Status RecordAccuracy(search::ResponseSurface& surface, const target::KnobCatalog& catalog,
+                      measure::TrialExecutor& executor, sys::Clock& clock, int shard, int shards) {
+  auto classes = search::NumericsClasses(surface, catalog);
+  for (size_t c = 0; c < classes.size(); ++c) {
+    if (static_cast<int>(c % static_cast<size_t>(shards)) != shard) continue;
+    const std::vector<size_t>& members = classes[c];
+    if (surface.points()[members[0]].accuracy) continue;  // checked in an earlier run
+    const search::SurfacePoint* rep = nullptr;
+    int rep_same = -1;
+    for (size_t i : members) {
+      const search::SurfacePoint& p = surface.points()[i];
+      if (p.failed() || p.samples.empty()) continue;
+      int same = 0;
+      for (const auto& [k, v] : p.config.values()) same += surface.stock().GetOr(k, "") == v ? 1 : 0;
+      if (same > rep_same) {
+        rep = &p;
+        rep_same = same;
+      }
+    }
+    if (!rep) continue;  // nothing of the class launched: nothing to check
+    double t0 = clock.MonoSeconds();
+    std::string label = "surface-acc-" + rep->config.Hash().substr(0, 8);
+    auto a = executor.CheckAccuracy(rep->config, label);
+    if (!a) {
+      if (a.error().code == ErrorCode::kCancelled) return Fail(a.error());
+      std::printf("accuracy of %s not checked: %s\n", rep->config.ToString().c_str(), a.error().message.c_str());
+      continue;
+    }
+    search::PointAccuracy acc{.passed = a->passed, .token_agreement = a->token_agreement, .kld_mean = a->kld_mean,
+                              .same_top = a->same_top, .seconds = clock.MonoSeconds() - t0, .detail = a->detail,
+                              .of = rep->config.ToString()};
+    for (size_t i : members) surface.mutable_points()[i].accuracy = acc;
+    std::printf("accuracy %-60s %s (%.0f s): %s\n", rep->config.ToString().c_str(), a->passed ? "pass" : "FAIL",
+                acc.seconds, a->detail.c_str());
+    std::fflush(stdout);
+  }
+  return Ok();
+}
+
 int RunRecord(const SearchOpts& o, const Context& ctx) {
   auto parsed = ParseAxes(o);
   if (!parsed) return ReportError(parsed.error());
+  int shard = 0, shards = 1;
+  if (!o.shard.empty()) {
+    auto parts = Split(o.shard, '/');
+    auto k = parts.size() == 2 ? ParseInt(parts[0]) : Result<int64_t>(InvalidArgument(""));
+    auto n = parts.size() == 2 ? ParseInt(parts[1]) : Result<int64_t>(InvalidArgument(""));
+    if (!k || !n || *n < 1 || *k < 0 || *k >= *n) return ReportError(InvalidArgument("--shard wants K/N with 0 <= K < N").error());
+    shard = static_cast<int>(*k);
+    shards = static_cast<int>(*n);
+  }
   auto spec = spec::LoadSessionSpec(o.spec, bench::MetricNames());
   if (!spec) return ReportError(spec.error());
-  std::string run_dir = o.run_dir.empty() ? (fs::path(o.out).parent_path() / "surface-trials").string() : o.run_dir;
+  std::string run_dir = o.run_dir.empty()
+                            ? (fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() + "-trials")).string()
+                            : o.run_dir;
   if (auto s = sys::EnsureDir(run_dir); !s) return ReportError(s.error());
   auto wiring = WireSession(*spec, run_dir, ctx);
   if (!wiring) return ReportError(wiring.error());
   SessionWiring& w = **wiring;
+  sys::Clock& clock = sys::DefaultClock();
 
   search::ResponseSurface surface = search::ResponseSurface::Grid(parsed->first, parsed->second);
   if (sys::FileExists(o.out)) {
@@ -109,34 +217,58 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
   info["model"] = w.model_name;
   info["hardware"] = w.machine.Slug();
   info["cpus"] = std::to_string(w.machine.cpus);
+  info["gpus"] = std::to_string(spec->target.num_gpus);
   info["objective"] = spec->objective.metric;
   info["workload"] = spec->workload.kind + " c" + std::to_string(spec->workload.concurrency) + " isl" +
                      std::to_string(spec->workload.isl) + " osl" + std::to_string(spec->workload.osl) + " n" +
                      std::to_string(spec->workload.num_prompts);
   info["spec"] = o.spec;
+  info["repeats"] = std::to_string(o.repeats);
+  if (shards > 1) info["shard"] = std::to_string(shard) + "/" + std::to_string(shards);
   surface.set_maximize(spec->objective.maximize);
+  // Every model artifact the grid needs (quantized weights, drafts) before the first
+  // trial: a trial's time must not include a quantization (parallel shards wait on the
+  // store's lock and find the file).
+  for (const search::SurfaceAxis& a : surface.axes()) {
+    if (a.knob != "weights" && a.knob != "spec_draft_weights") continue;
+    for (const std::string& v : a.values) {
+      Config c = surface.stock();
+      c.Set(a.knob, v);
+      auto model = w.models->Resolve(c);
+      auto launch = model ? w.models->LaunchConfig(c) : Result<Config>(Fail(model.error()));
+      if (!launch) std::printf("%s=%s: no artifact (%s); its trials will fail\n", a.knob.c_str(), v.c_str(),
+                               launch.error().message.c_str());
+    }
+  }
+  const bool accuracy = spec->accuracy.enabled && !o.no_accuracy;
+  if (accuracy) {
+    if (auto s = w.executor->PrepareAccuracy(surface.stock()); !s) return ReportError(s.error());
+  }
 
-  // Pass 1: every point once, shuffled (drift spreads over the grid instead of
-  // following one axis). Pass 2: repeats of a random share, later in time.
-  Rng rng(o.seed);
-  std::vector<size_t> order(surface.points().size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[static_cast<size_t>(rng.Uniform(0, static_cast<int64_t>(i) - 1))]);
-  std::vector<std::pair<size_t, size_t>> plan;  // (point, wanted samples)
-  for (size_t i : order) plan.emplace_back(i, 1);
-  size_t repeats = static_cast<size_t>(o.repeat_fraction * static_cast<double>(order.size()) + 0.5);
-  for (size_t k = 0; k < repeats && k < order.size(); ++k) plan.emplace_back(order[(k * 7 + 3) % order.size()], 2);
-  const search::SurfacePoint* stock_point = surface.Find(surface.stock());
-  plan.emplace_back(static_cast<size_t>(stock_point - surface.points().data()), 2);
-  plan.emplace_back(static_cast<size_t>(stock_point - surface.points().data()), 3);
-
+  std::vector<search::RecordStep> plan = search::RecordPlan(surface, o.repeats, o.repeat_fraction, o.seed, shard, shards);
   measure::OperatingPoint point{spec->workload.concurrency, spec->workload.isl, spec->workload.osl};
-  double start = sys::DefaultClock().MonoSeconds();
+  double start = clock.MonoSeconds();
+  double seconds_before = ParseDouble(info.count("seconds") ? info["seconds"] : "0").value_or(0);
   int trials = std::stoi(info.count("trials") ? info["trials"] : "0");
-  for (const auto& [idx, wanted] : plan) {
+  bool accuracy_done = !accuracy;
+  auto save = [&]() -> Status {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", seconds_before + clock.MonoSeconds() - start);
+    info["seconds"] = buf;
+    return surface.Save(o.out);
+  };
+  for (const search::RecordStep& step : plan) {
     if (sys::InterruptRequested()) break;
-    search::SurfacePoint& p = surface.mutable_points()[idx];
-    if (p.failed() || p.samples.size() >= wanted) continue;
+    // The accuracy checks run once every point was measured once (launch failures known).
+    if (!accuracy_done && step.wanted > 1) {
+      if (auto s = RecordAccuracy(surface, w.adapter->catalog(), *w.executor, clock, shard, shards); !s) {
+        return ReportError(s.error());
+      }
+      accuracy_done = true;
+      if (auto s = save(); !s) return ReportError(s.error());
+    }
+    search::SurfacePoint& p = surface.mutable_points()[step.point];
+    if (p.failed() || p.samples.size() >= step.wanted) continue;
     measure::TrialRequest req;
     char id_buf[16];
     std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
@@ -144,9 +276,13 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     req.role = "surface";
     req.config = p.config;
     req.point = point;
+    auto [quiet, load] = o.quiet >= 0 ? WaitForQuiet(clock, o.quiet, o.quiet_wait_s)
+                                      : std::make_pair(false, sys::ReadHostLoad().value_or(sys::HostLoad{}).load_1min);
+    AddLoad(info, load, quiet);
     auto outcome = w.executor->Run(req);
     if (!outcome) return ReportError(outcome.error());
     p.trial_ids.push_back(outcome->id);
+    p.seconds.push_back(outcome->wall_s);
     if (!outcome->launched) {
       p.failure_kind = outcome->failure_kind.empty() ? "launch_failed" : outcome->failure_kind;
     } else if (!outcome->valid) {
@@ -166,37 +302,95 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
       }
     }
     info["trials"] = std::to_string(trials);
-    if (auto s = surface.Save(o.out); !s) return ReportError(s.error());
-    std::printf("[%5.0fs] %s %-60s %s\n", sys::DefaultClock().MonoSeconds() - start, req.id.c_str(),
+    if (auto s = save(); !s) return ReportError(s.error());
+    std::printf("[%5.0fs] %s %-60s %s (%.1f s)\n", clock.MonoSeconds() - start, req.id.c_str(),
                 p.config.ToString().c_str(),
-                p.failed() ? p.failure_kind.c_str() : std::to_string(p.samples.back()).c_str());
+                p.failed() ? p.failure_kind.c_str() : std::to_string(p.samples.back()).c_str(), outcome->wall_s);
     std::fflush(stdout);
   }
-  std::printf("%d of %zu points measured, %d repeated, %d failed; relative noise %.1f%%; wrote %s\n", surface.measured(),
-              surface.points().size(), surface.repeated(), surface.failed(), surface.RelativeNoise() * 100,
-              o.out.c_str());
+  if (!accuracy_done && !sys::InterruptRequested()) {
+    if (auto s = RecordAccuracy(surface, w.adapter->catalog(), *w.executor, clock, shard, shards); !s) {
+      return ReportError(s.error());
+    }
+    if (auto s = save(); !s) return ReportError(s.error());
+  }
+  std::printf("%d of %zu points measured, %d repeated, %d failed; relative noise %.1f%%; %d accuracy-checked, %d fail "
+              "the gate; load %s; wrote %s\n",
+              surface.measured(), surface.points().size(), surface.repeated(), surface.failed(),
+              surface.RelativeNoise() * 100, surface.accuracy_checked(), surface.accuracy_failed(),
+              info.count("load_1min") ? info["load_1min"].c_str() : "?", o.out.c_str());
   return sys::InterruptRequested() ? 130 : 0;
+}
+
+int RunMerge(const SearchOpts& o) {
+  std::vector<search::ResponseSurface> parts;
+  for (const std::string& path : o.inputs) {
+    auto s = search::ResponseSurface::Load(path);
+    if (!s) return ReportError(s.error());
+    parts.push_back(std::move(*s));
+  }
+  auto merged = search::MergeSurfaces(parts);
+  if (!merged) return ReportError(merged.error());
+  merged->info().erase("shard");
+  if (auto s = merged->Save(o.out); !s) return ReportError(s.error());
+  std::printf("%zu parts: %d of %zu points measured, %d repeated, %d failed, %d accuracy-checked; relative noise "
+              "%.1f%%; wrote %s\n",
+              parts.size(), merged->measured(), merged->points().size(), merged->repeated(), merged->failed(),
+              merged->accuracy_checked(), merged->RelativeNoise() * 100, o.out.c_str());
+  return 0;
 }
 #endif
 
 int RunCompare(const SearchOpts& o, const Context& ctx) {
-  auto surface = search::ResponseSurface::Load(o.surface);
-  if (!surface) return ReportError(surface.error());
-  std::string framework = surface->info().count("framework") ? surface->info().at("framework") : o.framework;
-  auto catalog = target::LoadCatalogFor(ctx.data_dir + "/catalogs", framework, o.version);
-  if (!catalog) return ReportError(catalog.error());
   auto heuristics = search::Heuristics::Load(ctx.data_dir + "/data/search/heuristics.yaml");
   if (!heuristics) return ReportError(heuristics.error());
-  search::CompareOptions co;
+  lab::CompareOptions co;
   co.seeds = o.seeds;
-  co.budget = o.budget;
   co.seed = o.seed;
-  auto report = search::Compare(*surface, *catalog, *heuristics, co);
-  if (!report) return ReportError(report.error());
-  std::string text = search::FormatCompare(*surface, *report, o.surface);
-  std::fputs(text.c_str(), stdout);
+  co.horizon = o.horizon;
+  co.jobs = o.jobs;
+  co.protocol.accuracy = !o.no_accuracy;
+  if (o.noise >= 0) co.protocol.noise = o.noise;
+  if (!o.budgets.empty()) {
+    co.budgets.clear();
+    for (const std::string& b : Split(o.budgets, ',')) {
+      auto v = ParseInt(b);
+      if (!v || *v < 1) return ReportError(InvalidArgument("--budgets wants positive integers: " + o.budgets).error());
+      co.budgets.push_back(static_cast<int>(*v));
+    }
+  }
+  std::string all;
+  std::vector<lab::CompareReport> reports;
+  for (const std::string& path : o.surfaces) {
+    auto surface = search::ResponseSurface::Load(path);
+    if (!surface) return ReportError(surface.error());
+    std::string framework = surface->info().count("framework") ? surface->info().at("framework") : o.framework;
+    auto catalog = target::LoadCatalogFor(ctx.data_dir + "/catalogs", framework, o.version);
+    if (!catalog) return ReportError(catalog.error());
+    co.surface_name = fs::path(path).stem().string();
+    auto report = lab::Compare(*surface, *catalog, *heuristics, co);
+    if (!report) return ReportError(report.error());
+    std::string text = lab::FormatCompare(*surface, *report, path);
+    std::fputs(text.c_str(), stdout);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+    all += text + "\n";
+    if (!o.out_dir.empty()) {
+      std::string file = (fs::path(o.out_dir) / ("compare-" + co.surface_name + ".txt")).string();
+      if (auto s = sys::WriteFileAtomic(file, text); !s) return ReportError(s.error());
+    }
+    reports.push_back(std::move(*report));
+  }
+  std::string summary = "goals per surface (" + std::to_string(co.seeds) + " seeds):\n" + lab::FormatSummary(reports);
+  std::fputs(summary.c_str(), stdout);
+  all += summary;
   if (!o.out.empty()) {
-    if (auto s = sys::WriteFileAtomic(o.out, text); !s) return ReportError(s.error());
+    if (auto s = sys::WriteFileAtomic(o.out, all); !s) return ReportError(s.error());
+  }
+  if (!o.out_dir.empty() && reports.size() > 1) {
+    if (auto s = sys::WriteFileAtomic((fs::path(o.out_dir) / "compare-summary.txt").string(), summary); !s) {
+      return ReportError(s.error());
+    }
   }
   return 0;
 }
@@ -212,23 +406,41 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   record->add_option("--spec", o->spec, "Session spec: target, workload, objective")->required();
   record->add_option("--axis", o->axes, "knob=v1,v2,... (repeat for each axis)")->required();
   record->add_option("--stock", o->stock, "knob=value: the engine default of each axis, spelled out")->required();
-  record->add_option("--repeat-fraction", o->repeat_fraction, "Share of points measured a second time (noise)");
+  record->add_option("--repeats", o->repeats, "Measurements of every point (each pass in a new shuffled order)");
+  record->add_option("--repeat-fraction", o->repeat_fraction, "Share of points measured once more after that (noise)");
+  record->add_flag("--no-accuracy", o->no_accuracy, "Skip the accuracy checks (one per numerics class)");
+  record->add_option("--quiet", o->quiet,
+                     "Before each trial, wait until at most this many other tasks were runnable for 2 s (a shared "
+                     "machine's quiet moment)");
+  record->add_option("--quiet-wait", o->quiet_wait_s, "Longest wait for a quiet moment, seconds (default 120)");
+  record->add_option("--shard", o->shard, "K/N: only the points whose index is K modulo N (one recorder per GPU)");
   record->add_option("--run-dir", o->run_dir, "Trial directories (default: next to --out)");
   record->add_option("--out", o->out, "Surface file (JSON); continued when it exists")->required();
   record->add_option("--seed", o->seed, "Order of the trials");
 #endif
-  auto* compare = cmd->add_subcommand("compare", "Planner vs random vs grid search on a recorded surface");
-  compare->add_option("--surface", o->surface, "Surface file from `hone search record`")->required();
+  auto* merge = cmd->add_subcommand("merge", "Join recordings of the same grid (shards, or several runs)");
+  merge->add_option("inputs", o->inputs, "Surface files")->required();
+  merge->add_option("--out", o->out, "Merged surface file")->required();
+  auto* compare = cmd->add_subcommand(
+      "compare", "Planner vs random, grid and TPE on recorded surfaces, each judged by the session's protocol");
+  compare->add_option("--surface", o->surfaces, "Surface file from `hone search record` (repeat for several)")
+      ->required();
   compare->add_option("--seeds", o->seeds, "Runs per strategy (noise and random choices differ by seed)");
-  compare->add_option("--budget", o->budget, "Trials per run (default: a third of the grid)");
+  compare->add_option("--budgets", o->budgets, "Candidates per run for the matched-budget scores (default 8,16,32,64)");
+  compare->add_option("--horizon", o->horizon, "Most candidates a run may judge (default: every other point)");
+  compare->add_option("--noise", o->noise, "Relative noise of one trial (default: the surface's recorded spread)");
+  compare->add_flag("--no-accuracy", o->no_accuracy, "Leave the recorded accuracy gate out");
+  compare->add_option("--jobs", o->jobs, "Threads (seeds run in parallel)");
   compare->add_option("--version", o->version, "Framework version for the catalog (default 0.4.0)");
   compare->add_option("--seed", o->seed, "Base seed");
-  compare->add_option("--out", o->out, "Also write the printed report here");
+  compare->add_option("--out", o->out, "Also write everything printed here");
+  compare->add_option("--out-dir", o->out_dir, "Also write compare-<surface>.txt per surface (and a summary) here");
   return [=, &ctx]() -> int {
 #ifdef HONE_HAVE_SESSION
     if (record->parsed()) return RunRecord(*o, ctx);
 #endif
     if (compare->parsed()) return RunCompare(*o, ctx);
+    if (merge->parsed()) return RunMerge(*o);
     return 2;
   };
 }

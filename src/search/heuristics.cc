@@ -1,5 +1,6 @@
 #include "search/heuristics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/strings.h"
@@ -65,8 +66,9 @@ Result<Heuristics> Heuristics::Parse(const std::string& yaml_text, const std::st
 Result<Heuristics> Heuristics::ParseField(const spec::Field& root) {
   HONE_TRY(root.RequireMap());
   HONE_TRY(root.CheckKeys(
-      {"categories", "default_category", "risk_penalty", "diagnosis", "bottlenecks", "devices", "frameworks"}));
+      {"categories", "default_category", "risk_penalty", "diagnosis", "bottlenecks", "devices", "frameworks", "tuned_on"}));
   Heuristics h;
+  HONE_ASSIGN_OR_RETURN(h.tuned_on, root["tuned_on"].StrList());
   for (const auto& [name, f] : root["categories"].Entries()) {
     HONE_ASSIGN_OR_RETURN(h.categories[name], ParsePrior(f));
   }
@@ -127,6 +129,10 @@ Result<Heuristics> Heuristics::ParseField(const spec::Field& root) {
     }
   }
   return h;
+}
+
+bool Heuristics::TunedOn(const std::string& surface) const {
+  return std::find(tuned_on.begin(), tuned_on.end(), surface) != tuned_on.end();
 }
 
 const CategoryPrior& Heuristics::Category(const std::string& name) const {

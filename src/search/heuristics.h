@@ -68,6 +68,11 @@ struct Heuristics {
   // Per device the engine runs on ("cpu", "gpu"): category multipliers (1 when absent).
   std::map<std::string, std::map<std::string, double>> devices;
   std::map<std::string, FrameworkHeuristics> frameworks;
+  // Recorded response surfaces (file names without .json, bench/search/) these
+  // heuristics were tuned or developed on: a comparison on one of them is not a
+  // held-out result, and `hone search compare` says so.
+  std::vector<std::string> tuned_on;
+  bool TunedOn(const std::string& surface) const;
 
   static Result<Heuristics> Load(const std::string& path);
   static Result<Heuristics> Parse(const std::string& yaml_text, const std::string& source_name);

@@ -8,6 +8,7 @@
 #include "core/strings.h"
 #include "search/baselines.h"
 #include "search/gp.h"
+#include "search/tpe.h"
 
 namespace hone::search {
 
@@ -634,7 +635,8 @@ Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& strategy, cons
   if (strategy == "planner") return std::unique_ptr<Proposer>(new Planner(catalog, heuristics, std::move(options)));
   if (strategy == "random") return std::unique_ptr<Proposer>(new RandomProposer(catalog, options.domain, seed));
   if (strategy == "grid") return std::unique_ptr<Proposer>(new GridProposer(catalog, options.domain, 0, seed));
-  return InvalidArgument("unknown search strategy '" + strategy + "' (planner, random, grid)");
+  if (strategy == "tpe") return std::unique_ptr<Proposer>(new TpeProposer(catalog, options.domain, seed));
+  return InvalidArgument("unknown search strategy '" + strategy + "' (planner, random, grid, tpe)");
 }
 
 }  // namespace hone::search

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/rng.h"
 #include "core/stats.h"
+#include "core/strings.h"
 #include "sys/files.h"
 
 namespace hone::search {
@@ -52,7 +54,7 @@ SurfacePoint* ResponseSurface::MutableFind(const Config& config) {
 const SurfacePoint* ResponseSurface::Best() const {
   const SurfacePoint* best = nullptr;
   for (const SurfacePoint& p : points_) {
-    if (p.samples.empty()) continue;
+    if (p.samples.empty() || !p.accuracy_ok()) continue;
     if (!best || (maximize_ ? p.mean() > best->mean() : p.mean() < best->mean())) best = &p;
   }
   return best;
@@ -82,6 +84,51 @@ double ResponseSurface::RelativeNoise() const {
   return dof > 0 ? std::sqrt(sum_sq / dof) : 0.0;
 }
 
+bool ResponseSurface::timed() const {
+  return std::any_of(points_.begin(), points_.end(), [](const SurfacePoint& p) { return !p.seconds.empty(); });
+}
+
+double ResponseSurface::TrialSeconds(const SurfacePoint& p) const {
+  if (!p.seconds.empty()) return Mean(p.seconds);
+  double sum = 0;
+  size_t n = 0;
+  for (const SurfacePoint& q : points_) {
+    for (double s : q.seconds) {
+      sum += s;
+      ++n;
+    }
+  }
+  if (n > 0) return sum / static_cast<double>(n);
+  auto seconds = info_.find("seconds");
+  auto trials = info_.find("trials");
+  if (seconds != info_.end() && trials != info_.end()) {
+    auto s = ParseDouble(seconds->second);
+    auto t = ParseDouble(trials->second);
+    if (s && t && *s > 0 && *t > 0) return *s / *t;
+  }
+  return 1.0;
+}
+
+double ResponseSurface::AccuracySeconds(const SurfacePoint& p) const {
+  if (p.accuracy && p.accuracy->seconds > 0) return p.accuracy->seconds;
+  double sum = 0;
+  int n = 0;
+  for (const SurfacePoint& q : points_) {
+    if (q.accuracy && q.accuracy->seconds > 0) {
+      sum += q.accuracy->seconds;
+      ++n;
+    }
+  }
+  return n > 0 ? sum / n : 5 * TrialSeconds(p);
+}
+
+int ResponseSurface::accuracy_checked() const {
+  return static_cast<int>(std::count_if(points_.begin(), points_.end(), [](const SurfacePoint& p) { return p.accuracy.has_value(); }));
+}
+int ResponseSurface::accuracy_failed() const {
+  return static_cast<int>(std::count_if(points_.begin(), points_.end(), [](const SurfacePoint& p) { return !p.accuracy_ok(); }));
+}
+
 int ResponseSurface::measured() const {
   return static_cast<int>(std::count_if(points_.begin(), points_.end(), [](const SurfacePoint& p) { return !p.samples.empty(); }));
 }
@@ -106,6 +153,15 @@ std::string ResponseSurface::ToJson() const {
     json o;
     o["config"] = p.config.values();
     o["samples"] = p.samples;
+    if (!p.seconds.empty()) o["seconds"] = p.seconds;
+    if (p.accuracy) {
+      const PointAccuracy& a = *p.accuracy;
+      json acc = {{"passed", a.passed}, {"token_agreement", a.token_agreement}, {"seconds", a.seconds},
+                  {"detail", a.detail}, {"of", a.of}};
+      if (a.kld_mean) acc["kld_mean"] = *a.kld_mean;
+      if (a.same_top) acc["same_top"] = *a.same_top;
+      o["accuracy"] = acc;
+    }
     if (!p.failure_kind.empty()) o["failure_kind"] = p.failure_kind;
     if (!p.metrics.empty()) o["metrics"] = p.metrics;
     if (!p.trial_ids.empty()) o["trial_ids"] = p.trial_ids;
@@ -134,6 +190,19 @@ Result<ResponseSurface> ResponseSurface::Parse(const std::string& json_text, con
       SurfacePoint p;
       for (const auto& [k, v] : o.at("config").items()) p.config.Set(k, v.get<std::string>());
       p.samples = o.value("samples", std::vector<double>{});
+      p.seconds = o.value("seconds", std::vector<double>{});
+      if (o.contains("accuracy")) {
+        const json& a = o["accuracy"];
+        PointAccuracy acc;
+        acc.passed = a.value("passed", true);
+        acc.token_agreement = a.value("token_agreement", 1.0);
+        if (a.contains("kld_mean") && a["kld_mean"].is_number()) acc.kld_mean = a["kld_mean"].get<double>();
+        if (a.contains("same_top") && a["same_top"].is_number()) acc.same_top = a["same_top"].get<double>();
+        acc.seconds = a.value("seconds", 0.0);
+        acc.detail = a.value("detail", "");
+        acc.of = a.value("of", "");
+        p.accuracy = std::move(acc);
+      }
       p.failure_kind = o.value("failure_kind", "");
       if (o.contains("metrics")) p.metrics = o["metrics"].get<std::map<std::string, double>>();
       p.trial_ids = o.value("trial_ids", std::vector<std::string>{});
@@ -150,6 +219,90 @@ Result<ResponseSurface> ResponseSurface::Parse(const std::string& json_text, con
   });
   if (!parsed) return Fail(parsed.error());
   return *parsed;
+}
+
+std::vector<RecordStep> RecordPlan(const ResponseSurface& surface, int repeats, double repeat_fraction, uint64_t seed,
+                                   int shard, int shards) {
+  const size_t n = surface.points().size();
+  Rng rng(seed);
+  auto shuffled = [&]() {
+    std::vector<size_t> order(n);
+    for (size_t i = 0; i < n; ++i) order[i] = i;
+    for (size_t i = n; i > 1; --i) std::swap(order[i - 1], order[static_cast<size_t>(rng.Uniform(0, static_cast<int64_t>(i) - 1))]);
+    return order;
+  };
+  std::vector<RecordStep> plan;
+  std::vector<size_t> order = shuffled();
+  for (size_t i : order) plan.push_back({i, 1});
+  const size_t passes = static_cast<size_t>(std::max(1, repeats));
+  for (size_t pass = 2; pass <= passes; ++pass) {
+    for (size_t i : shuffled()) plan.push_back({i, pass});
+  }
+  size_t extra = static_cast<size_t>(repeat_fraction * static_cast<double>(n) + 0.5);
+  for (size_t k = 0; k < extra && k < n; ++k) plan.push_back({order[(k * 7 + 3) % n], passes + 1});
+  const SurfacePoint* stock = surface.Find(surface.stock());
+  if (stock) {
+    size_t s = static_cast<size_t>(stock - surface.points().data());
+    plan.push_back({s, passes + 1});
+    plan.push_back({s, passes + 2});
+  }
+  if (shards > 1) {
+    std::erase_if(plan, [&](const RecordStep& st) {
+      return static_cast<int>(st.point % static_cast<size_t>(shards)) != shard;
+    });
+  }
+  return plan;
+}
+
+std::vector<std::vector<size_t>> NumericsClasses(const ResponseSurface& surface, const target::KnobCatalog& catalog) {
+  std::vector<std::string> risky;
+  for (const SurfaceAxis& a : surface.axes()) {
+    const target::Knob* k = catalog.Find(a.knob);
+    if (k && k->accuracy_risk != "none") risky.push_back(a.knob);
+  }
+  std::map<std::string, std::vector<size_t>> groups;
+  std::vector<std::string> order;
+  for (size_t i = 0; i < surface.points().size(); ++i) {
+    std::string key;
+    for (const std::string& k : risky) key += k + "=" + surface.points()[i].config.GetOr(k, "") + " ";
+    auto [it, fresh] = groups.try_emplace(key);
+    if (fresh) order.push_back(key);
+    it->second.push_back(i);
+  }
+  std::vector<std::vector<size_t>> out;
+  for (const std::string& key : order) out.push_back(std::move(groups[key]));
+  return out;
+}
+
+Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts) {
+  if (parts.empty()) return InvalidArgument("nothing to merge");
+  ResponseSurface out = parts[0];
+  double trials = 0, seconds = 0;
+  auto add_info = [&](const ResponseSurface& p) {
+    if (auto it = p.info().find("trials"); it != p.info().end()) trials += ParseDouble(it->second).value_or(0);
+    if (auto it = p.info().find("seconds"); it != p.info().end()) seconds += ParseDouble(it->second).value_or(0);
+  };
+  add_info(parts[0]);
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const ResponseSurface& p = parts[i];
+    if (p.points().size() != out.points().size() || !(p.stock() == out.stock())) {
+      return FailedPrecondition("part " + std::to_string(i + 1) + " holds a different grid");
+    }
+    add_info(p);
+    for (const SurfacePoint& q : p.points()) {
+      SurfacePoint* t = out.MutableFind(q.config);
+      if (!t) return FailedPrecondition("part " + std::to_string(i + 1) + " has a point off the grid: " + q.config.ToString());
+      t->samples.insert(t->samples.end(), q.samples.begin(), q.samples.end());
+      t->seconds.insert(t->seconds.end(), q.seconds.begin(), q.seconds.end());
+      t->trial_ids.insert(t->trial_ids.end(), q.trial_ids.begin(), q.trial_ids.end());
+      if (t->failure_kind.empty()) t->failure_kind = q.failure_kind;
+      if (!t->accuracy) t->accuracy = q.accuracy;
+      if (t->metrics.empty()) t->metrics = q.metrics;
+    }
+  }
+  if (trials > 0) out.info()["trials"] = std::to_string(static_cast<int64_t>(trials));
+  if (seconds > 0) out.info()["seconds"] = std::to_string(static_cast<int64_t>(seconds));
+  return out;
 }
 
 Result<ResponseSurface> ResponseSurface::Load(const std::string& path) {

@@ -7,8 +7,12 @@
 // repeats, taken at different times, so their spread is the machine's noise and
 // drift). A point whose server failed to launch carries its failure kind and no
 // samples. The stock point (the engine's defaults, spelled out) is where every
-// strategy starts. The file is written by `hone search record` (one real trial per
-// sample) and read by `hone search compare` (search/compare.h).
+// strategy starts. Each sample keeps its trial's wall time (launch to teardown), so a
+// replay can charge a strategy the time its trials took; a point may carry the accuracy
+// gate's outcome (token agreement, KL divergence against the stock), so the gate is
+// part of the surface: a point that fails it can never be kept, and "the best" is the
+// best point that passes. The file is written by `hone search record` (one real trial
+// per sample) and read by `hone search compare` (lab/compare.h).
 //
 // A surface is a plain value; safe to share read-only between threads.
 #pragma once
@@ -20,6 +24,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "target/catalog.h"
 
 namespace hone::search {
 
@@ -28,13 +33,30 @@ struct SurfaceAxis {
   std::vector<std::string> values;  // in the order a grid walks them (numeric axes ascending)
 };
 
+// The accuracy gate's outcome for a point (measure::AccuracyOutcome, as data). The
+// recorder checks one configuration per numerics class (the values of the axes whose
+// catalog accuracy risk is not "none") and gives every point of the class its result;
+// `of` names the configuration that was checked.
+struct PointAccuracy {
+  bool passed = true;
+  double token_agreement = 1.0;
+  std::optional<double> kld_mean;
+  std::optional<double> same_top;
+  double seconds = 0;  // what the check took
+  std::string detail;
+  std::string of;
+};
+
 struct SurfacePoint {
   Config config;                 // one value for every axis
   std::vector<double> samples;   // objective of each repeat (empty: failed or not measured)
+  std::vector<double> seconds;   // wall time of each trial (samples, then a failed launch)
+  std::optional<PointAccuracy> accuracy;  // unset: not checked (the gate passes it)
   std::string failure_kind;      // launch failure ("out_of_memory"); empty when it ran
   std::map<std::string, double> metrics;  // first repeat's bench metrics (diagnosis)
   std::vector<std::string> trial_ids;
   bool failed() const { return !failure_kind.empty(); }
+  bool accuracy_ok() const { return !accuracy || accuracy->passed; }
   double mean() const;           // 0 without samples
 };
 
@@ -62,10 +84,23 @@ class ResponseSurface {
   // The point with exactly this configuration (axis knobs only), or null.
   const SurfacePoint* Find(const Config& config) const;
   SurfacePoint* MutableFind(const Config& config);
-  // The best mean objective over measured points (direction-adjusted: for a metric to
-  // minimize, the smallest); nullopt when nothing was measured.
+  // The best mean objective over measured points that pass the accuracy gate
+  // (direction-adjusted: for a metric to minimize, the smallest); nullopt when nothing
+  // was measured.
   std::optional<double> BestMean() const;
   const SurfacePoint* Best() const;
+  // Seconds one trial of the point takes: the mean of its recorded trial times; without
+  // any, the mean over the surface's recorded trials; without those, info "seconds" /
+  // info "trials" (the recording's total); else 1 (time counts trials).
+  double TrialSeconds(const SurfacePoint& p) const;
+  // Seconds one accuracy check takes (recorded on the point, else the mean recorded,
+  // else 5 trials' worth: a server start and the probes, plus the KL pass).
+  double AccuracySeconds(const SurfacePoint& p) const;
+  // Whether trial times were recorded (wall time in seconds) or estimated.
+  bool timed() const;
+  // Points that carry an accuracy outcome / fail the gate.
+  int accuracy_checked() const;
+  int accuracy_failed() const;
   // Pooled relative spread of repeats: sqrt(mean((x/mean(point) - 1)^2)) over every
   // point with >= 2 samples (with the n/(n-1) small-sample correction); 0 without
   // repeats. The comparison's noise model.
@@ -86,5 +121,29 @@ class ResponseSurface {
   bool maximize_ = true;
   void Reindex();
 };
+
+// The order in which `hone search record` measures a grid: every point once in a
+// shuffled order (drift spreads over the grid instead of following one axis), then
+// `repeats - 1` more shuffled passes, then a second look at a `repeat_fraction` share
+// of the points, then two more of the stock: each step names a point and the number of
+// samples it should have after it (a step whose point already has them, or failed, is
+// skipped, so a recording continues where it stopped). With shards > 1 only the points
+// whose index is `shard` modulo `shards` (one recorder per GPU; MergeSurfaces joins them).
+struct RecordStep {
+  size_t point = 0;
+  size_t wanted = 1;
+};
+std::vector<RecordStep> RecordPlan(const ResponseSurface& surface, int repeats, double repeat_fraction, uint64_t seed,
+                                   int shard = 0, int shards = 1);
+
+// Points grouped by the values of the axes whose knobs can change the outputs (catalog
+// accuracy risk other than none): every point of a group computes the same numbers, so
+// one accuracy check answers for the group. Without such axes: one group of every point.
+std::vector<std::vector<size_t>> NumericsClasses(const ResponseSurface& surface, const target::KnobCatalog& catalog);
+
+// Joins recordings of the same grid (shards, or runs on different days): samples,
+// times and trial ids are concatenated, a failure or an accuracy outcome from any of
+// them is kept, info is the first's with the trial counts and seconds added up.
+Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts);
 
 }  // namespace hone::search

@@ -252,8 +252,9 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
   if (search.defined()) {
     HONE_TRY(search.CheckKeys({"strategy", "knobs", "exclude", "seed"}));
     HONE_ASSIGN_OR_RETURN(s.search.strategy, search["strategy"].StrOr("planner"));
-    if (s.search.strategy != "planner" && s.search.strategy != "random" && s.search.strategy != "grid") {
-      return Fail(search["strategy"].Err("must be planner, random or grid"));
+    if (s.search.strategy != "planner" && s.search.strategy != "random" && s.search.strategy != "grid" &&
+        s.search.strategy != "tpe") {
+      return Fail(search["strategy"].Err("must be planner, random, grid or tpe"));
     }
     HONE_ASSIGN_OR_RETURN(s.search.knobs, search["knobs"].StrList());
     HONE_ASSIGN_OR_RETURN(s.search.exclude, search["exclude"].StrList());

@@ -114,7 +114,7 @@ struct KbSpec {
 };
 
 struct SearchSpec {
-  std::string strategy = "planner";  // planner | random | grid
+  std::string strategy = "planner";  // planner | random | grid | tpe
   std::vector<std::string> knobs;    // restrict the search to these (empty = catalog)
   std::vector<std::string> exclude;
   uint64_t seed = 1;

@@ -73,3 +73,20 @@ MachineInfo DescribeMachine() {
 }
 
 }  // namespace hone::sys
+
+namespace hone::sys {
+
+std::optional<HostLoad> ReadHostLoad() {
+  // "0.52 0.58 0.59 3/412 12345": 1, 5, 15-minute averages, runnable/total, last pid.
+  auto text = ReadFile("/proc/loadavg");
+  if (!text) return std::nullopt;
+  std::vector<std::string> f = Split(*text, ' ');
+  if (f.size() < 4) return std::nullopt;
+  auto load = ParseDouble(f[0]);
+  auto slash = f[3].find('/');
+  auto runnable = ParseInt(f[3].substr(0, slash));
+  if (!load || !runnable || slash == std::string::npos) return std::nullopt;
+  return HostLoad{*load, std::max(0, static_cast<int>(*runnable) - 1)};  // the reader itself runs
+}
+
+}  // namespace hone::sys

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,15 @@ struct MachineInfo {
 };
 
 MachineInfo DescribeMachine();
+
+// How busy the host is right now (Linux /proc/loadavg; nullopt elsewhere): the 1-minute
+// load average, and the tasks runnable at this instant other than the caller. A
+// recording on a shared machine waits for a quiet moment with these and states the load
+// its measurements were taken under.
+struct HostLoad {
+  double load_1min = 0;
+  int runnable = 0;
+};
+std::optional<HostLoad> ReadHostLoad();
 
 }  // namespace hone::sys

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Records the GPU response surfaces (bench/search/gpu/surface-gpu-8b-{c64,c4}.json) on a
+# host with several GPUs reached through the device tool, one recorder per GPU
+# (`hone search record --shard K/N`), in slices under the device's 10-minute limit.
+# NOT RUN YET: the session that wrote it had no GPU time left (bench/search/gpu/README.md).
+#
+# Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
+# There (device tool, carry [".device"], kind nvidia-h200-x8, timeout 600):
+#   bench/search/gpu/record-gpu.sh c64|c4 [SLICE_S]
+# Each call provisions llama.cpp with CUDA and synthesizes the 8B model when the machine
+# is fresh (4-5 min + 45 s), then records for the rest of the slice (default 540 s) on
+# every GPU at once, stopping the recorders with SIGKILL at the end (a recording
+# continues from its file: every trial is saved as it ends; the trial in flight is lost).
+# The shard files come back under $OUT/surfaces/; copy them to .device/surfaces/ here
+# before the next call (a fresh machine continues from them). When every shard is
+# complete the merged surface comes back as $OUT/surface-gpu-8b-OP.json: copy it to
+# bench/search/gpu/ and run `hone search compare` on it.
+#
+# The grid (432 points, 7 interacting knobs; stock = llama-server's defaults spelled out,
+# with the default 4 slots):
+#   parallel{4,16,64} x ubatch_size{256,512,2048} x batch_size{2048,4096} x flash_attn{auto,off}
+#   x cache_type_k{f16,q8_0} x weights{f16,q8_0,q4_k_m} x ggml_cuda_graph_opt{0,1}
+# Every point twice (two shuffled passes: the noise of each point), one accuracy check per
+# numerics class (weights x cache_type_k: 6). MMQ vs cuBLAS is a build option of
+# llama.cpp (GGML_CUDA_FORCE_MMQ/FORCE_CUBLAS), not a runtime knob, so it is not an axis.
+# Expected cost per operating point: 864 trials of ~45 s (start-up ~10 s, warm-up, ramp,
+# 20 s window) = ~11 GPU-hours, ~1.4 h on 8 GPUs (about 10 calls); both points ~3 h.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+root=$PWD
+op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4 [SLICE_S]}
+slice=${2:-540}
+name=surface-gpu-8b-$op
+spec=bench/search/gpu/$name.spec.yaml
+[ -f "$spec" ] || { echo "no $spec" >&2; exit 2; }
+start=$(date +%s)
+cache=$root/.device-cache
+out=${OUT:-$cache/out}
+mkdir -p "$cache" "$out/surfaces" "$cache/surfaces"
+export HONE_CACHE_DIR=$cache HONE_DATA_DIR=$root
+log() { echo "[record-gpu +$(( $(date +%s) - start ))s] $*"; }
+left() { echo $(( slice - ( $(date +%s) - start ) )); }
+
+# 1. hone and llama.cpp with CUDA (as scripts/gpu-session.sh does).
+if [ ! -x "$cache/hone-portable/bin/hone" ] || ! cmp -s "$root/.device/hone-portable.tar.gz" "$cache/hone-portable.tar.gz"; then
+  [ -f "$root/.device/hone-portable.tar.gz" ] || { echo "no .device/hone-portable.tar.gz: run scripts/gpu/pack.sh here first" >&2; exit 2; }
+  rm -rf "$cache/hone-portable"
+  tar -C "$cache" -xzf "$root/.device/hone-portable.tar.gz"
+  cp "$root/.device/hone-portable.tar.gz" "$cache/hone-portable.tar.gz"
+fi
+hone=$cache/hone-portable/bin/hone
+gpus=$(nvidia-smi --list-gpus | wc -l)
+log "hone $(cat "$cache/hone-portable/COMMIT"); $gpus x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); $(nproc) CPUs"
+if [ ! -d "$cache/llama-src/.git" ]; then
+  rm -rf "$cache/llama-src"
+  tar -C "$cache" -xJf "$root/.device/llama-src.tar.xz"
+  git -C "$cache/llama-src" init -q
+  git -C "$cache/llama-src" add -A
+  git -C "$cache/llama-src" -c user.name=hone -c user.email=hone@localhost commit -qm "llama.cpp (pruned by scripts/gpu/pack.sh)"
+fi
+"$hone" provision llama.cpp --cuda --source "$cache/llama-src" -j "$(nproc)" 2>&1 | grep -v '^\s*$' | tail -n 4
+# The model once, before the recorders start (they would race to synthesize it).
+"$hone" model synth --preset llama-3.1-8b --seed 42 | tail -n 1
+
+# 2. Shards: continue from what came back from earlier calls.
+for ((k = 0; k < gpus; k++)); do
+  f=$name.shard-$k-of-$gpus.json
+  if [ ! -f "$cache/surfaces/$f" ] && [ -f "$root/.device/surfaces/$f" ]; then cp "$root/.device/surfaces/$f" "$cache/surfaces/$f"; fi
+done
+axes=(--axis parallel=4,16,64 --axis ubatch_size=256,512,2048 --axis batch_size=2048,4096 --axis flash_attn=auto,off
+      --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0,q4_k_m --axis ggml_cuda_graph_opt=0,1
+      --stock parallel=4 --stock ubatch_size=512 --stock batch_size=2048 --stock flash_attn=auto
+      --stock cache_type_k=f16 --stock weights=f16 --stock ggml_cuda_graph_opt=0)
+budget=$(( $(left) - 30 ))
+pids=()
+if [ "$budget" -gt 60 ]; then
+  log "recording $name on $gpus GPUs for ${budget}s"
+  for ((k = 0; k < gpus; k++)); do
+    f=$cache/surfaces/$name.shard-$k-of-$gpus.json
+    CUDA_VISIBLE_DEVICES=$k timeout -s KILL "$budget" "$hone" search record --spec "$spec" --out "$f" \
+      "${axes[@]}" --repeats 2 --repeat-fraction 0 --shard "$k/$gpus" > "$cache/surfaces/$name.shard-$k.log" 2>&1 &
+    pids+=($!)
+  done
+  done_all=1
+  for ((k = 0; k < gpus; k++)); do
+    rc=0
+    wait "${pids[$k]}" || rc=$?
+    [ "$rc" = 0 ] || done_all=0
+    log "shard $k/$gpus: exit $rc; $(tail -n 1 "$cache/surfaces/$name.shard-$k.log")"
+  done
+else
+  done_all=0
+  log "no time left in this slice for recording"
+fi
+
+# 3. What comes back: the shards (to continue), and the merged surface once all are done.
+cp "$cache/surfaces/$name".shard-* "$out/surfaces/" 2>/dev/null || true
+if [ "$done_all" = 1 ]; then
+  "$hone" search merge --out "$out/$name.json" "$cache/surfaces/$name".shard-*-of-"$gpus".json
+  log "complete: $out/$name.json"
+fi
+ls -la "$out" "$out/surfaces"
+log "done"

@@ -1,0 +1,139 @@
+// The matched-budget comparison on small synthetic surfaces: every strategy through the
+// session's protocol, the field's scores, P(t), the hold-out mark.
+#include "lab/compare.h"
+
+#include <gtest/gtest.h>
+
+#include "core/stats.h"
+#include "lab/test_surfaces.h"
+
+namespace hone::lab {
+namespace {
+
+class CompareTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = MakeDemo();
+    ASSERT_TRUE(d) << d.error().ToString();
+    demo_ = std::move(*d);
+  }
+  Demo demo_;
+};
+
+TEST_F(CompareTest, EveryStrategyIsScoredAtTheSameBudgets) {
+  search::ResponseSurface s = DemoSurface(0.01);
+  CompareOptions o;
+  o.seeds = 12;
+  o.budgets = {4, 8, 16};
+  o.surface_name = "demo";
+  o.bootstrap = 50;
+  o.jobs = 2;
+  ASSERT_OK_AND_ASSIGN(CompareReport r, Compare(s, demo_.catalog, demo_.heuristics, o));
+  EXPECT_EQ(r.points, 30);
+  EXPECT_EQ(r.horizon, 29);
+  ASSERT_EQ(r.strategies.size(), 4u);
+  const char* names[] = {"planner", "random", "tpe", "grid"};
+  for (size_t i = 0; i < 4; ++i) {
+    const StrategyResult& x = r.strategies[i];
+    EXPECT_EQ(x.name, names[i]);
+    EXPECT_EQ(x.to_reach.size(), 12u);
+    ASSERT_EQ(x.at_budget.size(), 3u);
+    for (size_t b = 0; b < 3; ++b) {
+      for (size_t seed = 0; seed < 12; ++seed) {
+        EXPECT_GT(x.at_budget[b][seed], 0.5);
+        EXPECT_LE(x.at_budget[b][seed], 1.0 + 1e-12);
+        EXPECT_LE(x.used[b][seed], o.budgets[b]);  // never more candidates than the budget
+      }
+    }
+    EXPECT_EQ(x.curve.size(), 12u);
+    EXPECT_EQ(x.curve[0].size(), static_cast<size_t>(o.curve_points));
+  }
+  EXPECT_TRUE(r.timed);
+  EXPECT_EQ(r.times.size(), 50u);
+  EXPECT_GT(r.times.back(), 0);
+  EXPECT_NEAR(r.noise, 0.01 * std::sqrt(2.0), 1e-9);
+  EXPECT_DOUBLE_EQ(r.prelude_s, 7 * 2.0);
+  // A separable surface with little noise: coordinate moves find the best in few
+  // candidates (what each costs in time is the protocol's business: P(t) below).
+  EXPECT_LT(r.strategies[0].MedianToReach(), r.strategies[1].MedianToReach());
+  EXPECT_GE(Mean(r.strategies[0].at_budget[2]), 0.95);
+  EXPECT_TRUE(r.held_out);
+  ASSERT_EQ(r.curves.size(), 3u);
+  EXPECT_EQ(r.curves[0].strategy, "planner");
+  EXPECT_LE(r.curves[0].area_lo, r.curves[0].area + 1e-12);
+  EXPECT_GE(r.curves[0].area_hi, r.curves[0].area - 1e-12);
+  EXPECT_FALSE(r.example.empty());
+  EXPECT_NE(r.example_tree.find("idea tree"), std::string::npos);
+
+  std::string text = FormatCompare(s, r, "demo.json");
+  for (const char* want : {"HELD OUT", "to 95% of the best", "B=16", "P(t) against random search", "area (mean of P",
+                           "goals (held out)", "idea tree"}) {
+    EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+  }
+  std::string summary = FormatSummary({r});
+  EXPECT_NE(summary.find("demo"), std::string::npos);
+  EXPECT_NE(summary.find("held-out"), std::string::npos);
+
+  // Deterministic for a seed, whatever the number of threads.
+  o.jobs = 1;
+  ASSERT_OK_AND_ASSIGN(CompareReport again, Compare(s, demo_.catalog, demo_.heuristics, o));
+  EXPECT_EQ(again.strategies[1].to_reach, r.strategies[1].to_reach);
+  EXPECT_EQ(FormatCompare(s, again, "demo.json"), text);
+}
+
+TEST_F(CompareTest, ASurfaceTheHeuristicsWereTunedOnIsMarked) {
+  search::ResponseSurface s = DemoSurface(0.01);
+  search::Heuristics h = demo_.heuristics;
+  h.tuned_on = {"demo"};
+  CompareOptions o;
+  o.seeds = 3;
+  o.budgets = {4};
+  o.bootstrap = 10;
+  o.surface_name = "demo";
+  ASSERT_OK_AND_ASSIGN(CompareReport r, Compare(s, demo_.catalog, h, o));
+  EXPECT_FALSE(r.held_out);
+  EXPECT_FALSE(r.goals.held_out);
+  std::string text = FormatCompare(s, r, "demo.json");
+  EXPECT_NE(text.find("TUNED ON THIS SURFACE"), std::string::npos) << text;
+  EXPECT_NE(FormatSummary({r}).find("TUNED"), std::string::npos);
+}
+
+TEST_F(CompareTest, RefusesWhatItCannotReplay) {
+  search::ResponseSurface s = search::ResponseSurface::Grid({{"nope", {"1", "2"}}}, Config{{"nope", "1"}});
+  s.mutable_points()[0].samples = {1};
+  s.mutable_points()[1].samples = {2};
+  auto r = Compare(s, demo_.catalog, demo_.heuristics, {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("not in the demo catalog"), std::string::npos) << r.error().message;
+  search::ResponseSurface unmeasured = DemoSurface(0.01);
+  unmeasured.MutableFind(unmeasured.stock())->samples.clear();
+  EXPECT_FALSE(Compare(unmeasured, demo_.catalog, demo_.heuristics, {}));
+}
+
+// P(t) by hand: two seeds per side, three time points.
+TEST(PerformanceCurveTest, ScoresAgainstRandomSearchFromTheFirstJudgedCandidate) {
+  // Stock quality 0.8. Random: (0.8, 0.8, 0.9) and (0.8, 0.9, 0.9) -> mean (0.8, 0.85, 0.9).
+  // Strategy: (0.8, 1.0, 1.0) twice -> P = (0, (1-0.85)/(1-0.85), (1-0.9)/(1-0.9)) = (0, 1, 1).
+  std::vector<std::vector<double>> random = {{0.8, 0.8, 0.9}, {0.8, 0.9, 0.9}};
+  std::vector<std::vector<double>> good = {{0.8, 1.0, 1.0}, {0.8, 1.0, 1.0}};
+  PCurve c = PerformanceCurve("x", good, random, 0.8, 20, 1);
+  ASSERT_EQ(c.p.size(), 3u);
+  EXPECT_DOUBLE_EQ(c.p[0], 0.0);
+  EXPECT_DOUBLE_EQ(c.p[1], 1.0);
+  EXPECT_DOUBLE_EQ(c.p[2], 1.0);
+  EXPECT_NEAR(c.area, 2.0 / 3, 1e-12);
+  EXPECT_EQ(c.first_active, 1);  // before that both sat at the stock
+  EXPECT_TRUE(c.above_zero);
+  // Worse than random somewhere: not above zero.
+  std::vector<std::vector<double>> late = {{0.8, 0.8, 1.0}, {0.8, 0.8, 1.0}};
+  PCurve d = PerformanceCurve("y", late, random, 0.8, 20, 1);
+  EXPECT_LT(d.p[1], 0);
+  EXPECT_FALSE(d.above_zero);
+  EXPECT_NEAR(d.min_p, (0.8 - 0.85) / 0.15, 1e-12);
+  // Random at the optimum: P is 0, not a division by zero.
+  PCurve e = PerformanceCurve("z", {{1.0}}, {{1.0}}, 0.8, 5, 1);
+  EXPECT_DOUBLE_EQ(e.p[0], 0.0);
+}
+
+}  // namespace
+}  // namespace hone::lab

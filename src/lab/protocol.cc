@@ -1,0 +1,161 @@
+#include "lab/protocol.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "core/stats.h"
+#include "measure/verdict.h"
+
+namespace hone::lab {
+
+namespace {
+
+// Direction-adjusted "b is better than a by".
+double Better(double b, double a, bool maximize) {
+  if (a <= 0 || b <= 0) return 0;
+  return maximize ? b / a - 1 : a / b - 1;
+}
+
+}  // namespace
+
+SurfaceFacts SurfaceFacts::Of(const search::ResponseSurface& surface) {
+  SurfaceFacts f;
+  for (const search::SurfacePoint& p : surface.points()) {
+    f.trial_s.push_back(surface.TrialSeconds(p));
+    f.accuracy_s.push_back(surface.AccuracySeconds(p));
+  }
+  f.best = surface.BestMean().value_or(0);
+  f.noise = surface.RelativeNoise();
+  f.accuracy = surface.accuracy_checked() > 0;
+  return f;
+}
+
+SurfaceSession::SurfaceSession(const search::ResponseSurface& surface, const SurfaceFacts& facts,
+                               const target::KnobCatalog& catalog, const ProtocolOptions& options, uint64_t noise_seed)
+    : surface_(surface), facts_(facts), catalog_(catalog), options_(options), rng_(noise_seed) {
+  noise_ = options_.noise ? *options_.noise : facts_.noise;
+  incumbent_ = surface_.Find(surface_.stock());
+  HONE_CHECK(incumbent_ != nullptr && !incumbent_->samples.empty());  // the caller checked the stock point
+  tried_.insert(surface_.stock().Hash());
+}
+
+double SurfaceSession::Measure(const search::SurfacePoint& p) {
+  // Lognormal with relative sd ~ noise and the recorded mean as its mean.
+  double m = p.mean() * std::exp(noise_ * rng_.NextGaussian() - 0.5 * noise_ * noise_);
+  elapsed_s_ += facts_.trial_s[Index(p)];
+  ++trials_;
+  return m;
+}
+
+bool SurfaceSession::Risky(const Config& delta) const {
+  for (const auto& [k, v] : delta.values()) {
+    const target::Knob* knob = catalog_.Find(k);
+    if (knob && (knob->accuracy_risk == "medium" || knob->accuracy_risk == "high")) return true;
+  }
+  return false;
+}
+
+double SurfaceSession::quality() const {
+  double v = incumbent_->mean();
+  if (facts_.best <= 0 || v <= 0) return 0;
+  return surface_.maximize() ? v / facts_.best : facts_.best / v;
+}
+
+void SurfaceSession::Prelude() {
+  const auto& m = options_.measurement;
+  const search::SurfacePoint& stock = *incumbent_;
+  elapsed_s_ += facts_.trial_s[Index(stock)];  // the discarded first launch (page cache, lazy init)
+  std::vector<double> base, aa;
+  for (int i = 0; i < m.aa_pairs; ++i) {
+    base.push_back(Measure(stock));
+    aa.push_back(Measure(stock));
+  }
+  // A noisy machine gets up to two more A/A pairs before the floor is fixed.
+  while (static_cast<int>(aa.size()) < m.aa_pairs + 2 && measure::NoiseFloor(base, aa) > 0.10) {
+    base.push_back(Measure(stock));
+    aa.push_back(Measure(stock));
+  }
+  noise_floor_ = measure::NoiseFloor(base, aa);
+  best_values_ = base;
+  best_values_.insert(best_values_.end(), aa.begin(), aa.end());
+  // The accuracy reference: the stock's outputs, captured once.
+  if (options_.accuracy && facts_.accuracy) elapsed_s_ += facts_.accuracy_s[Index(stock)];
+}
+
+Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
+  const auto& m = options_.measurement;
+  const bool maximize = surface_.maximize();
+  Step step;
+  const double start_s = elapsed_s_;
+  const int start_trials = trials_;
+  Config full = incumbent_->config.Merged(candidate.delta);
+  step.obs.candidate = candidate;
+  step.obs.config = full;
+  auto done = [&](const std::string& verdict, double gain) {
+    step.obs.verdict = verdict;
+    step.obs.gain = gain;
+    step.trials = trials_ - start_trials;
+    step.seconds = elapsed_s_ - start_s;
+    step.counted = step.trials > 0;
+    return step;
+  };
+  const search::SurfacePoint* p = surface_.Find(full);
+  tried_.insert(full.Hash());
+  if (!p || !catalog_.Validate(full)) return done("INVALID", 0);
+  ++candidates_;
+  const bool launches = !p->failed() && !p->samples.empty();
+  if (m.screen) {
+    if (!launches) {
+      // A failed launch costs its recorded time (or a trial's).
+      elapsed_s_ += p->seconds.empty() ? facts_.trial_s[Index(*p)] : p->seconds.back();
+      ++trials_;
+      step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
+      return done("LAUNCH_FAILED", 0);
+    }
+    double better = Better(Measure(*p), Mean(best_values_), maximize);
+    if (better < -m.screen_drop) return done("SCREENED_OUT", better);
+  }
+  bool accuracy_checked = false;
+  const bool gate = options_.accuracy && facts_.accuracy;  // a surface without outcomes: no gate
+  if (gate && Risky(candidate.delta) && launches) {
+    elapsed_s_ += facts_.accuracy_s[Index(*p)];
+    accuracy_checked = true;
+    if (!p->accuracy_ok()) return done("ACCURACY_FAILED", 0);
+  }
+  // Paired, interleaved trials; sequential looks.
+  std::vector<double> a, b;
+  int target = m.min_pairs;
+  const int looks = (m.max_pairs - m.min_pairs) / std::max(1, m.pair_step) + 1;
+  measure::VerdictResult r;
+  while (true) {
+    while (static_cast<int>(b.size()) < target) {
+      a.push_back(Measure(*incumbent_));
+      if (!launches) {
+        elapsed_s_ += facts_.trial_s[Index(*p)];
+        ++trials_;
+        step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
+        return done("LAUNCH_FAILED", 0);
+      }
+      b.push_back(Measure(*p));
+    }
+    measure::VerdictInput in{a, b, maximize, m.min_gain, noise_floor_, m.confidence};
+    in.looks = looks;
+    in.seed = static_cast<uint64_t>(candidates_);
+    r = measure::Judge(in);
+    if (r.verdict != measure::Verdict::kInconclusive || target >= m.max_pairs) break;
+    target = std::min(m.max_pairs, target + m.pair_step);
+  }
+  std::string verdict(measure::VerdictName(r.verdict));
+  if (verdict == "KEEP" && gate && !accuracy_checked) {
+    elapsed_s_ += facts_.accuracy_s[Index(*p)];
+    if (!p->accuracy_ok()) return done("ACCURACY_FAILED", r.gain);
+  }
+  if (verdict == "KEEP") {
+    incumbent_ = p;
+    best_values_ = b;
+  }
+  return done(verdict, r.gain);
+}
+
+}  // namespace hone::lab

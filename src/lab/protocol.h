@@ -1,0 +1,112 @@
+// SurfaceSession: hone's session protocol replayed on a recorded response surface, so
+// that any proposer is judged exactly as the coordinator would judge it, in
+// microseconds instead of minutes per trial.
+//
+// What a real session does, and what this replays (session/coordinator.cc):
+//   prelude    the stock measured in aa_pairs A/A pairs (two more while they differ
+//              by > 10%): the noise floor is the median |A2/A1 - 1|, and the stock's
+//              values are the incumbent's reference for screening;
+//   screen     one trial of the candidate; a launch failure ends it (LAUNCH_FAILED), a
+//              value more than screen_drop below the incumbent's mean drops it
+//              (SCREENED_OUT, with its measured gain);
+//   accuracy   before the pairs when the change is risky (a knob of medium or high
+//              accuracy risk), after a KEEP otherwise: the point's recorded gate
+//              outcome; a failure is ACCURACY_FAILED;
+//   pairs      incumbent (A) and candidate (B) alternately, min_pairs, then pair_step
+//              more while INCONCLUSIVE, up to max_pairs; each look is measure::Judge
+//              (bootstrap and t intervals, threshold max(min_gain, noise floor),
+//              Bonferroni over the planned looks);
+//   KEEP       the candidate becomes the incumbent; its pair values are the new
+//              reference for screening.
+// A measurement of a point is its recorded mean times lognormal noise with the
+// surface's pooled relative spread (the repeats' noise), drawn independently per trial.
+// Every trial costs the point's recorded trial time; an accuracy check costs the
+// recorded check time. A candidate off the surface, or one the catalog rejects, is
+// INVALID and costs nothing (the coordinator would never run it either).
+//
+// The true quality of the incumbent (its recorded mean as a fraction of the best point
+// that passes the accuracy gate) is what a strategy is scored on; the session itself
+// only ever sees its noisy measurements. Not thread-safe; cheap to create per run.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/rng.h"
+#include "search/proposer.h"
+#include "search/surface.h"
+#include "spec/session_spec.h"
+#include "target/catalog.h"
+
+namespace hone::lab {
+
+// What a replay needs per point, computed once per surface (the surface's own accessors
+// scan every point): trial and accuracy-check seconds, the best mean. Read-only; share it
+// between threads.
+struct SurfaceFacts {
+  std::vector<double> trial_s;     // by point index
+  std::vector<double> accuracy_s;  // by point index
+  double best = 0;                 // the best mean that passes the accuracy gate
+  double noise = 0;                // pooled relative spread of the repeats
+  bool accuracy = false;           // some point carries an accuracy outcome
+  static SurfaceFacts Of(const search::ResponseSurface& surface);
+};
+
+struct ProtocolOptions {
+  spec::MeasurementSpec measurement;  // the session's defaults unless a spec says otherwise
+  bool accuracy = true;  // the gate, from the points' recorded outcomes (none recorded: no gate)
+  // Relative noise of one trial; unset: the surface's pooled repeat spread.
+  std::optional<double> noise;
+};
+
+// One judged candidate: the observation the proposer gets, and what it cost.
+struct Step {
+  search::Observation obs;
+  int trials = 0;        // server runs (screen, pairs)
+  double seconds = 0;    // their recorded wall time, plus accuracy checks
+  bool counted = false;  // it cost at least one trial (INVALID costs none)
+};
+
+class SurfaceSession {
+ public:
+  SurfaceSession(const search::ResponseSurface& surface, const SurfaceFacts& facts,
+                 const target::KnobCatalog& catalog, const ProtocolOptions& options, uint64_t noise_seed);
+
+  // The A/A prelude on the stock (once, before the first Evaluate).
+  void Prelude();
+  // Judges one candidate (a delta on the incumbent) as the coordinator does.
+  Step Evaluate(const search::Candidate& candidate);
+
+  const Config& incumbent() const { return incumbent_->config; }
+  // The incumbent's recorded mean as a fraction of the surface's best.
+  double quality() const;
+  double noise_floor() const { return noise_floor_; }
+  double noise() const { return noise_; }
+  double elapsed_s() const { return elapsed_s_; }
+  int trials() const { return trials_; }
+  const std::set<std::string>& tried() const { return tried_; }
+
+ private:
+  double Measure(const search::SurfacePoint& p);
+  bool Risky(const Config& delta) const;
+  size_t Index(const search::SurfacePoint& p) const { return static_cast<size_t>(&p - surface_.points().data()); }
+
+  const search::ResponseSurface& surface_;
+  const SurfaceFacts& facts_;
+  const target::KnobCatalog& catalog_;
+  ProtocolOptions options_;
+  Rng rng_;
+  double noise_ = 0;
+  double noise_floor_ = 0;
+  const search::SurfacePoint* incumbent_ = nullptr;
+  std::vector<double> best_values_;
+  std::set<std::string> tried_;  // config hashes measured (the coordinator's ctx.tried)
+  double elapsed_s_ = 0;
+  int trials_ = 0;
+  int candidates_ = 0;
+};
+
+}  // namespace hone::lab

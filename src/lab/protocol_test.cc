@@ -1,0 +1,171 @@
+// The session's protocol replayed on a surface: each verdict path, what it costs, and
+// what the proposer is told.
+#include "lab/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include "lab/test_surfaces.h"
+
+namespace hone::lab {
+namespace {
+
+class ProtocolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = MakeDemo();
+    ASSERT_TRUE(d) << d.error().ToString();
+    demo_ = std::move(*d);
+  }
+  search::Candidate Cand(Config delta) {
+    search::Candidate c;
+    c.idea = delta.ToString();
+    c.delta = std::move(delta);
+    return c;
+  }
+  Demo demo_;
+};
+
+TEST_F(ProtocolTest, PreludeMeasuresTheNoiseFloorOnTheStock) {
+  search::ResponseSurface s = DemoSurface(0.0, 3.0);
+  SurfaceFacts f = SurfaceFacts::Of(s);
+  SurfaceSession session(s, f, demo_.catalog, {}, 1);
+  session.Prelude();
+  EXPECT_EQ(session.trials(), 6);                 // 3 A/A pairs
+  EXPECT_DOUBLE_EQ(session.elapsed_s(), 7 * 3.0);  // and the discarded first launch
+  EXPECT_DOUBLE_EQ(session.noise_floor(), 0.0);
+  EXPECT_EQ(session.incumbent(), s.stock());
+  EXPECT_NEAR(session.quality(), 100.0 * 0.85 / (100 * 1.3 * 1.05), 1e-9);
+
+  // A noisy machine (20% per trial) gets up to two more A/A pairs.
+  ProtocolOptions noisy;
+  noisy.noise = 0.20;
+  int more = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    SurfaceSession n(s, f, demo_.catalog, noisy, seed);
+    n.Prelude();
+    EXPECT_GE(n.trials(), 6);
+    EXPECT_LE(n.trials(), 10);
+    more += n.trials() > 6 ? 1 : 0;
+    EXPECT_GT(n.noise_floor(), 0.0);
+  }
+  EXPECT_GT(more, 0);
+}
+
+TEST_F(ProtocolTest, EachVerdictCostsWhatTheCoordinatorWouldSpend) {
+  search::ResponseSurface s = DemoSurface(0.0, 2.0);
+  // a=2 never launches.
+  for (search::SurfacePoint& p : s.mutable_points()) {
+    if (p.config.GetOr("a", "") == "2") {
+      p.samples.clear();
+      p.seconds = {0.5};
+      p.failure_kind = "out_of_memory";
+    }
+  }
+  SurfaceFacts f = SurfaceFacts::Of(s);
+  SurfaceSession session(s, f, demo_.catalog, {}, 1);
+  session.Prelude();
+  double t0 = session.elapsed_s();
+
+  // No gain (a=16 measures as a=4): the screen passes it, the pairs revert it.
+  Step revert = session.Evaluate(Cand({{"a", "16"}}));
+  EXPECT_EQ(revert.obs.verdict, "REVERT");
+  EXPECT_EQ(revert.trials, 7);
+  EXPECT_DOUBLE_EQ(revert.seconds, 14.0);
+  EXPECT_TRUE(revert.counted);
+  EXPECT_EQ(session.incumbent(), s.stock());
+  EXPECT_DOUBLE_EQ(session.elapsed_s() - t0, 14.0);
+
+  // A clear win: screen + 3 pairs, KEEP, the incumbent moves.
+  Step keep = session.Evaluate(Cand({{"a", "8"}}));
+  EXPECT_EQ(keep.obs.verdict, "KEEP");
+  EXPECT_NEAR(keep.obs.gain, 1.0 / 0.85 - 1, 1e-9);
+  EXPECT_EQ(keep.trials, 7);
+  EXPECT_EQ(session.incumbent().GetOr("a", ""), "8");
+
+  // A clear loss (-45% < -10%): the screening trial drops it.
+  Step screened = session.Evaluate(Cand({{"a", "1"}}));
+  EXPECT_EQ(screened.obs.verdict, "SCREENED_OUT");
+  EXPECT_NEAR(screened.obs.gain, 0.55 - 1, 1e-9);
+  EXPECT_EQ(screened.trials, 1);
+
+  // A launch failure costs its recorded time.
+  Step failed = session.Evaluate(Cand({{"a", "2"}}));
+  EXPECT_EQ(failed.obs.verdict, "LAUNCH_FAILED");
+  EXPECT_EQ(failed.obs.failure_kind, "out_of_memory");
+  EXPECT_EQ(failed.trials, 1);
+  EXPECT_DOUBLE_EQ(failed.seconds, 0.5);
+
+  // Off the surface: not measurable, costs nothing.
+  Step invalid = session.Evaluate(Cand({{"a", "3"}}));
+  EXPECT_EQ(invalid.obs.verdict, "INVALID");
+  EXPECT_FALSE(invalid.counted);
+  EXPECT_EQ(invalid.trials, 0);
+  EXPECT_EQ(session.incumbent().GetOr("a", ""), "8");
+}
+
+TEST_F(ProtocolTest, TheAccuracyGateIsPartOfTheSurface) {
+  search::ResponseSurface s = DemoSurface(0.0, 2.0);
+  for (search::SurfacePoint& p : s.mutable_points()) {
+    bool z = p.config.GetOr("b", "") == "z";
+    bool off = p.config.GetOr("c", "") == "off";
+    // b=z changes the outputs too much; so does c=off (a knob without accuracy risk).
+    p.accuracy = search::PointAccuracy{.passed = !z && !off, .token_agreement = z || off ? 0.6 : 1.0,
+                                       .kld_mean = z || off ? 0.05 : 0.001, .seconds = 10};
+  }
+  SurfaceFacts f = SurfaceFacts::Of(s);
+  EXPECT_TRUE(f.accuracy);
+  SurfaceSession session(s, f, demo_.catalog, {}, 1);
+  session.Prelude();
+  EXPECT_DOUBLE_EQ(session.elapsed_s(), 7 * 2.0 + 10);  // the reference is captured once
+  // The best that passes: a=8 b=y c=on.
+  EXPECT_NEAR(session.quality(), 0.85 / 1.1, 1e-9);
+
+  // A risky change is checked before any pair: one screening trial and the check.
+  Step z = session.Evaluate(Cand({{"b", "z"}}));
+  EXPECT_EQ(z.obs.verdict, "ACCURACY_FAILED");
+  EXPECT_EQ(z.trials, 1);
+  EXPECT_DOUBLE_EQ(z.seconds, 2.0 + 10);
+  EXPECT_EQ(session.incumbent(), s.stock());
+
+  // Anything else is checked after a KEEP: the pairs were run, the gate still refuses.
+  Step off = session.Evaluate(Cand({{"c", "off"}}));
+  EXPECT_EQ(off.obs.verdict, "ACCURACY_FAILED");
+  EXPECT_EQ(off.trials, 7);
+  EXPECT_DOUBLE_EQ(off.seconds, 7 * 2.0 + 10);
+  EXPECT_EQ(session.incumbent(), s.stock());
+
+  // A risky change that passes: checked once, then kept.
+  Step y = session.Evaluate(Cand({{"b", "y"}}));
+  EXPECT_EQ(y.obs.verdict, "KEEP");
+  EXPECT_DOUBLE_EQ(y.seconds, 7 * 2.0 + 10);
+
+  // Without the gate (an option), the failing point is kept.
+  ProtocolOptions no_gate;
+  no_gate.accuracy = false;
+  SurfaceSession free(s, f, demo_.catalog, no_gate, 1);
+  free.Prelude();
+  EXPECT_EQ(free.Evaluate(Cand({{"b", "z"}})).obs.verdict, "KEEP");
+}
+
+TEST_F(ProtocolTest, NoiseMakesSmallGainsInconclusiveAndCostsMorePairs) {
+  search::ResponseSurface s = DemoSurface(0.0, 1.0);
+  SurfaceFacts f = SurfaceFacts::Of(s);
+  ProtocolOptions o;
+  o.noise = 0.08;
+  int keeps = 0, runs = 0, max_trials = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    SurfaceSession session(s, f, demo_.catalog, o, seed);
+    session.Prelude();
+    Step step = session.Evaluate(Cand({{"c", "off"}}));  // +5%, below the noise floor
+    keeps += step.obs.verdict == "KEEP" ? 1 : 0;
+    runs += step.trials;
+    max_trials = std::max(max_trials, step.trials);
+    EXPECT_LE(step.trials, 1 + 2 * 9);
+  }
+  EXPECT_LE(keeps, 4);            // rarely provable
+  EXPECT_EQ(max_trials, 1 + 18);  // some candidates take every look
+  EXPECT_GT(runs, 40 * 7);
+}
+
+}  // namespace
+}  // namespace hone::lab

@@ -1,0 +1,259 @@
+// Response surfaces (files, noise, times, the accuracy gate), and the baselines the
+// planner is compared with: random search, grid search and TPE, on small synthetic
+// surfaces (lab/compare_test.cc runs them through the session's protocol).
+#include "search/baselines.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "search/heuristics.h"
+#include "search/surface.h"
+#include "search/tpe.h"
+#include "sys/files.h"
+#include "testing/test_util.h"
+
+namespace hone::search {
+namespace {
+
+constexpr const char* kCatalog = R"(framework: demo
+versions: "*"
+knobs:
+  - {name: a, flag: --a, type: int, min: 1, max: 64, default: "4", category: threads}
+  - {name: b, flag: --b, type: enum, choices: [x, y, z], default: x, category: precision}
+  - {name: c, flag: --c, type: enum, choices: ["on", "off"], default: "on", category: attention}
+)";
+
+class BaselinesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = sys::TempDir::Create("hone-baselines");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+    std::string p = (dir_->path() / "c.yaml").string();
+    ASSERT_OK(sys::WriteFileAtomic(p, kCatalog));
+    ASSERT_OK_AND_ASSIGN(catalog_, target::KnobCatalog::Load(p));
+    ASSERT_OK_AND_ASSIGN(heuristics_, Heuristics::Parse("categories: {threads: {scale: 0.25}, precision: {scale: 0.3}, "
+                                                        "attention: {scale: 0.1}}\n",
+                                                        "h.yaml"));
+  }
+  // objective = product of per-knob factors, so the best is a=8 b=z c=off.
+  ResponseSurface Surface(double noise_spread) {
+    ResponseSurface s = ResponseSurface::Grid(
+        {{"a", {"1", "2", "4", "8", "16"}}, {"b", {"x", "y", "z"}}, {"c", {"on", "off"}}},
+        Config{{"a", "4"}, {"b", "x"}, {"c", "on"}});
+    for (SurfacePoint& p : s.mutable_points()) {
+      double a = *NumericValue(p.config.GetOr("a", "4"));
+      double fa = 1.0 - 0.15 * std::abs(std::log2(a / 8));
+      double fb = p.config.GetOr("b", "x") == "z" ? 1.3 : p.config.GetOr("b", "x") == "y" ? 1.1 : 1.0;
+      double fc = p.config.GetOr("c", "on") == "off" ? 1.05 : 1.0;
+      double v = 100 * fa * fb * fc;
+      p.samples = {v * (1 - noise_spread), v * (1 + noise_spread)};
+    }
+    s.info()["objective"] = "output_tps";
+    s.info()["cpus"] = "8";
+    return s;
+  }
+  std::unique_ptr<sys::TempDir> dir_;
+  target::KnobCatalog catalog_;
+  Heuristics heuristics_;
+};
+
+TEST_F(BaselinesTest, SurfaceRoundTripsAndMeasuresItsNoise) {
+  ResponseSurface s = Surface(0.05);
+  s.mutable_points()[3].samples.clear();
+  s.mutable_points()[3].failure_kind = "out_of_memory";
+  std::string path = (dir_->path() / "s.json").string();
+  ASSERT_OK(s.Save(path));
+  ASSERT_OK_AND_ASSIGN(ResponseSurface t, ResponseSurface::Load(path));
+  EXPECT_EQ(t.points().size(), 30u);
+  EXPECT_EQ(t.failed(), 1);
+  EXPECT_EQ(t.repeated(), 29);
+  EXPECT_NEAR(t.RelativeNoise(), 0.05 * std::sqrt(2.0), 1e-9);  // two samples: n-1 = 1
+  ASSERT_NE(t.Best(), nullptr);
+  EXPECT_EQ(t.Best()->config.ToString(), "a=8 b=z c=off");
+  EXPECT_DOUBLE_EQ(t.Quality(*t.BestMean()), 1.0);
+  EXPECT_EQ(t.info().at("objective"), "output_tps");
+  // Broken files name the problem.
+  EXPECT_FALSE(ResponseSurface::Parse("{}", "x.json"));
+  auto r = ResponseSurface::Parse(R"({"schema": "hone.surface/1", "axes": [{"knob": "a", "values": ["1"]}],
+                                      "stock": {"a": "2"}, "points": [{"config": {"a": "1"}, "samples": [1]}]})",
+                                  "x.json");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("stock configuration is not a grid point"), std::string::npos);
+}
+
+TEST_F(BaselinesTest, RandomSearchNeverRepeatsAndGridCoversItsCoarseAxes) {
+  DomainOptions d;
+  d.fixed = {{"a", {"1", "2", "4", "8", "16"}}, {"b", {"x", "y", "z"}}, {"c", {"on", "off"}}};
+  ProposalContext ctx;
+  ctx.stock = Config{{"a", "4"}, {"b", "x"}, {"c", "on"}};
+  ctx.best = ctx.stock;
+  ctx.tried.insert(ctx.stock.Hash());
+  RandomProposer random(catalog_, d, 7);
+  std::set<std::string> seen;
+  for (int i = 0; i < 40; ++i) {
+    auto c = random.Next(ctx);
+    if (!c) break;
+    Config full = ctx.best.Merged(c->delta);
+    EXPECT_TRUE(seen.insert(full.ToString()).second) << full.ToString();
+    ctx.tried.insert(full.Hash());
+    random.Observe({*c, full, "REVERT", -0.1, ""});
+  }
+  EXPECT_EQ(seen.size(), 29u);  // every other point, then nothing
+  auto axes = GridProposer::CoarseAxes({{"1", "2", "4", "8", "16"}, {"x", "y", "z"}, {"on", "off"}}, {"4", "x", "on"}, 12);
+  ASSERT_EQ(axes.size(), 3u);
+  EXPECT_LE(axes[0].size() * axes[1].size() * axes[2].size(), 12u);
+  EXPECT_EQ(axes[0].front(), "1");  // ends included
+  EXPECT_EQ(axes[0].back(), "16");
+  EXPECT_EQ(GridProposer::CoarseAxes({{"1", "2", "4"}}, {"2"}, 1)[0], std::vector<std::string>{"2"});  // the stock value
+  EXPECT_EQ(GridProposer::CoarseAxes({{"1", "2", "4"}}, {"2"}, 0)[0].size(), 3u);                      // full grid
+  ProposalContext g = ctx;
+  g.tried = {g.stock.Hash()};
+  GridProposer grid(catalog_, d, 12, 3);
+  int n = 0;
+  while (auto c = grid.Next(g)) {
+    Config full = g.best.Merged(c->delta);
+    g.tried.insert(full.Hash());
+    ++n;
+  }
+  EXPECT_GE(n, 8);
+  EXPECT_LE(n, 12);
+  EXPECT_NE(grid.Describe().find("grid search over a{"), std::string::npos) << grid.Describe();
+}
+
+TEST_F(BaselinesTest, SurfaceKeepsTrialTimesAndTheAccuracyGate) {
+  ResponseSurface s = Surface(0.05);
+  // Without recorded times a trial counts 1 (trial units), or the recording's average.
+  EXPECT_FALSE(s.timed());
+  EXPECT_DOUBLE_EQ(s.TrialSeconds(s.points()[0]), 1.0);
+  s.info()["seconds"] = "300";
+  s.info()["trials"] = "100";
+  EXPECT_DOUBLE_EQ(s.TrialSeconds(s.points()[0]), 3.0);
+  // Recorded times: the point's own mean, else the surface's.
+  s.mutable_points()[0].seconds = {4, 6};
+  s.mutable_points()[1].seconds = {8};
+  EXPECT_TRUE(s.timed());
+  EXPECT_DOUBLE_EQ(s.TrialSeconds(s.points()[0]), 5.0);
+  EXPECT_DOUBLE_EQ(s.TrialSeconds(s.points()[2]), 6.0);
+  EXPECT_DOUBLE_EQ(s.AccuracySeconds(s.points()[2]), 30.0);  // 5 trials' worth when never recorded
+  // The best point fails the accuracy gate: the best is the best that passes.
+  SurfacePoint* top = s.MutableFind(Config{{"a", "8"}, {"b", "z"}, {"c", "off"}});
+  ASSERT_NE(top, nullptr);
+  top->accuracy = PointAccuracy{.passed = false, .token_agreement = 0.5, .kld_mean = 0.2, .seconds = 12,
+                                .detail = "agreement 0.50 < 0.90", .of = "a=4 b=z c=off"};
+  EXPECT_EQ(s.Best()->config.ToString(), "a=8 b=z c=on");
+  EXPECT_EQ(s.accuracy_checked(), 1);
+  EXPECT_EQ(s.accuracy_failed(), 1);
+  EXPECT_DOUBLE_EQ(s.AccuracySeconds(s.points()[2]), 12.0);
+  std::string path = (dir_->path() / "t.json").string();
+  ASSERT_OK(s.Save(path));
+  ASSERT_OK_AND_ASSIGN(ResponseSurface t, ResponseSurface::Load(path));
+  const SurfacePoint* back = t.Find(top->config);
+  ASSERT_NE(back, nullptr);
+  ASSERT_TRUE(back->accuracy.has_value());
+  EXPECT_FALSE(back->accuracy->passed);
+  EXPECT_DOUBLE_EQ(*back->accuracy->kld_mean, 0.2);
+  EXPECT_FALSE(back->accuracy->same_top.has_value());
+  EXPECT_EQ(back->accuracy->of, "a=4 b=z c=off");
+  EXPECT_EQ(t.points()[0].seconds, (std::vector<double>{4, 6}));
+  EXPECT_EQ(t.Best()->config.ToString(), "a=8 b=z c=on");
+}
+
+TEST_F(BaselinesTest, HeuristicsNameTheSurfacesTheyWereTunedOn) {
+  ASSERT_OK_AND_ASSIGN(Heuristics h, Heuristics::Parse("tuned_on: [surface-a, surface-b]\n", "h.yaml"));
+  EXPECT_TRUE(h.TunedOn("surface-a"));
+  EXPECT_FALSE(h.TunedOn("surface-c"));
+  EXPECT_FALSE(heuristics_.TunedOn("surface-a"));
+}
+
+// TPE: a whole configuration per proposal, never one measured before; after its random
+// start-up it draws from the good observations' density.
+TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
+  ResponseSurface s = Surface(0.0);
+  DomainOptions d;
+  for (const SurfaceAxis& a : s.axes()) d.fixed.emplace_back(a.knob, a.values);
+  ProposalContext ctx0;
+  ctx0.stock = s.stock();
+  ctx0.best = ctx0.stock;
+  ctx0.tried.insert(ctx0.stock.Hash());
+  const double stock = s.Find(ctx0.stock)->mean();
+  // Over seeds: how often the proposals after the start-up pick b=z (+30%), against
+  // the third a uniform draw gives.
+  int z_model = 0, z_random = 0, model = 0, random = 0;
+  std::string saved, describe;
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    TpeProposer tpe(catalog_, d, seed, TpeOptions{.startup = 6});
+    ProposalContext ctx = ctx0;
+    std::set<std::string> seen;
+    for (int i = 0; i < 14; ++i) {
+      auto c = tpe.Next(ctx);
+      ASSERT_TRUE(c.has_value());
+      Config full = ctx.best.Merged(c->delta);
+      EXPECT_TRUE(seen.insert(full.ToString()).second) << full.ToString();
+      ctx.tried.insert(full.Hash());
+      const SurfacePoint* p = s.Find(full);
+      ASSERT_NE(p, nullptr);
+      bool z = full.GetOr("b", "") == "z";
+      (i < 6 ? z_random : z_model) += z ? 1 : 0;
+      (i < 6 ? random : model) += 1;
+      // Every observation relative to the stock (nothing kept): gain = level.
+      tpe.Observe({*c, full, "REVERT", p->mean() / stock - 1, ""});
+    }
+    if (seed == 1) {
+      saved = tpe.Save();
+      describe = tpe.Describe();
+    }
+  }
+  EXPECT_GT(z_model * 1.0 / model, 0.5) << z_model << " of " << model << " (random start-up: " << z_random << " of "
+                                         << random << ")";
+  EXPECT_NE(describe.find("8 from the model after 6 random"), std::string::npos) << describe;
+  EXPECT_EQ(TpeProposer(catalog_, d, 1).GoodCount(1), 1);
+  EXPECT_EQ(TpeProposer(catalog_, d, 1).GoodCount(30), 3);
+  EXPECT_EQ(TpeProposer(catalog_, d, 1).GoodCount(1000), 25);
+  // The state round-trips: a restored TPE never proposes what was proposed before.
+  TpeProposer restored(catalog_, d, 1, TpeOptions{.startup = 6});
+  ASSERT_OK(restored.Load(saved));
+  EXPECT_EQ(restored.Save(), saved);
+  ProposalContext ctx = ctx0;
+  for (int i = 0; i < 15; ++i) {
+    auto c = restored.Next(ctx);
+    ASSERT_TRUE(c.has_value());
+    Config full = ctx.best.Merged(c->delta);
+    EXPECT_EQ(saved.find("\"" + full.ToString() + "\""), std::string::npos) << full.ToString();
+    ctx.tried.insert(full.Hash());
+    restored.Observe({*c, full, "SCREENED_OUT", -0.2, ""});
+  }
+  EXPECT_FALSE(restored.Next(ctx).has_value());  // all 29 other points proposed
+  EXPECT_FALSE(restored.Load("{not json"));
+}
+
+TEST_F(BaselinesTest, TpeScoresFailuresBelowEverythingMeasured) {
+  ResponseSurface s = Surface(0.0);
+  DomainOptions d;
+  for (const SurfaceAxis& a : s.axes()) d.fixed.emplace_back(a.knob, a.values);
+  // Every b=z configuration fails to launch; the rest measure as the surface says.
+  TpeProposer tpe(catalog_, d, 5, TpeOptions{.startup = 8});
+  ProposalContext ctx;
+  ctx.stock = s.stock();
+  ctx.best = ctx.stock;
+  ctx.tried.insert(ctx.stock.Hash());
+  int z_late = 0;
+  for (int i = 0; i < 24; ++i) {
+    auto c = tpe.Next(ctx);
+    ASSERT_TRUE(c.has_value());
+    Config full = ctx.best.Merged(c->delta);
+    ctx.tried.insert(full.Hash());
+    bool z = full.GetOr("b", "") == "z";
+    if (i >= 14 && z) ++z_late;
+    if (z) {
+      tpe.Observe({*c, full, "LAUNCH_FAILED", 0, "crashed"});
+    } else {
+      tpe.Observe({*c, full, "REVERT", s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1, ""});
+    }
+  }
+  EXPECT_LE(z_late, 3);
+}
+
+}  // namespace
+}  // namespace hone::search
