@@ -311,6 +311,12 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   if (w->base_precision != "f16" && w->base_precision != "f32" && w->base_precision != "bf16") {
     popts.domain.exclude.push_back("weights");
   }
+  // The planner ranks ideas by expected gain per server run under the session's protocol.
+  const spec::MeasurementSpec& measurement = spec.measurement;
+  popts.protocol = search::MeasurementProtocol{.screen = measurement.screen, .screen_drop = measurement.screen_drop,
+                                               .min_pairs = measurement.min_pairs, .max_pairs = measurement.max_pairs,
+                                               .pair_step = measurement.pair_step, .min_gain = measurement.min_gain,
+                                               .confidence = measurement.confidence};
   if (spec.kb.enabled) {
     std::string path = spec.kb.path.empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.path;
     auto rules = kb::LoadKbRules(ctx.data_dir);

@@ -136,6 +136,11 @@ std::string Seconds(double s, bool timed) {
 
 }  // namespace
 
+search::MeasurementProtocol ProtocolOf(const spec::MeasurementSpec& m) {
+  return {.screen = m.screen, .screen_drop = m.screen_drop, .min_pairs = m.min_pairs, .max_pairs = m.max_pairs,
+          .pair_step = m.pair_step, .min_gain = m.min_gain, .confidence = m.confidence};
+}
+
 double StrategyResult::MedianToReach() const {
   return Median(std::vector<double>(to_reach.begin(), to_reach.end()));
 }
@@ -354,6 +359,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
     uint64_t seed = MixSeed(options.seed, i);
     search::PlannerOptions po;
     po.domain = domain;
+    po.protocol = ProtocolOf(options.protocol.measurement);
     search::Planner p(catalog, heuristics, po);
     Run tp = Simulate(p, s, MixSeed(seed, 1), r.horizon, enough, i == 0);
     record(planner, i, tp, true);

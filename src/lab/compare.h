@@ -37,6 +37,7 @@
 #include "lab/protocol.h"
 #include "search/heuristics.h"
 #include "search/surface.h"
+#include "search/trial_cost.h"
 #include "target/catalog.h"
 
 namespace hone::lab {
@@ -122,6 +123,9 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
                           const std::string& source);
 // One line per surface: the goals and the figures they rest on.
 std::string FormatSummary(const std::vector<CompareReport>& reports);
+
+// The planner's view of the session's measurement protocol (its cost model).
+search::MeasurementProtocol ProtocolOf(const spec::MeasurementSpec& m);
 
 // P(t) of one strategy against another from per-seed quality curves (exposed for tests):
 // the curves are [seed][time]; `stock` is the quality every run starts from.

@@ -87,6 +87,7 @@ std::string IdeaTree::ToJson() const {
                    {"origin", n.origin},
                    {"state", std::string(IdeaStateName(n.state))},
                    {"prior_mean", n.prior_mean},
+                   {"prior_sd", n.prior_sd},
                    {"kb_failure", n.kb_failure},
                    {"bonus", n.bonus},
                    {"prior_note", n.prior_note},
@@ -130,6 +131,7 @@ Result<IdeaTree> IdeaTree::FromJson(const std::string& text) {
       }
       if (!found) return DataLoss("idea tree: unknown state '" + state + "'");
       n.prior_mean = o.value("prior_mean", 0.0);
+      n.prior_sd = o.value("prior_sd", 0.0);
       n.kb_failure = o.value("kb_failure", 0.0);
       n.bonus = o.value("bonus", 1.0);
       n.prior_note = o.value("prior_note", "");

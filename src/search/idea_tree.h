@@ -34,10 +34,11 @@ struct IdeaNode {
   std::string title;
   Config delta;       // value and bundle nodes (bundle values may be expressions)
   std::string category;
-  std::string origin;  // catalog | expansion | reopen | bundle
+  std::string origin;  // catalog | expansion | reopen | retest | bundle | combine
   IdeaState state = IdeaState::kOpen;
   // Beliefs set when the idea is made.
   double prior_mean = 0;     // expected effect vs the knob's current value, log(ratio)
+  double prior_sd = 0;       // bundles: the spread of that belief (0: the members' largest spread)
   double kb_failure = 0;     // confidence of a knowledge-base failure of this value
   double bonus = 1;          // > 1 for refinements of a win (double down)
   std::string prior_note;    // "hint: concurrency", "kb: +12% (conf 0.8)"

@@ -36,6 +36,7 @@ Planner::Planner(const target::KnobCatalog& catalog, Heuristics heuristics, Plan
     : catalog_(catalog), heuristics_(std::move(heuristics)), options_(std::move(options)) {
   if (options_.framework.empty()) options_.framework = catalog_.framework();
   fw_ = heuristics_.Framework(options_.framework);
+  if (options_.protocol) cost_.emplace(*options_.protocol);
 }
 
 double Planner::PriorScale(const std::string& category) const {
@@ -189,6 +190,7 @@ double Planner::IncumbentEffect(const std::string& knob) const {
 void Planner::ScoreNode(IdeaNode& n) {
   double urgency = ctx_.headroom ? std::clamp(1.0 - *ctx_.headroom, 0.0, 1.0) : 0.5;
   double ei = 0, cost = 1, risk = 0, mult = 1;
+  double effect_mean = 0, effect_sd = 0;  // belief about the change relative to the incumbent
   std::string model;
   if (n.kind == IdeaKind::kValue) {
     const Belief& b = beliefs_.at(n.knob);
@@ -196,6 +198,8 @@ void Planner::ScoreNode(IdeaNode& n) {
     GpPrediction p = Posterior(n.knob, n.value, n.prior_mean);
     double best = IncumbentEffect(n.knob);
     ei = ExpectedImprovement(p.mean, p.sd, best);
+    effect_mean = p.mean - best;
+    effect_sd = p.sd;
     int measured = 0;
     for (const auto& [v, es] : b.effects) measured += static_cast<int>(es.size());
     model = "belief " + Pct(std::expm1(p.mean)) + " sd " + Num(p.sd) + " vs incumbent " + Pct(std::expm1(best)) +
@@ -208,7 +212,7 @@ void Planner::ScoreNode(IdeaNode& n) {
     double scale = 0;
     for (const auto& [knob, v] : n.delta.values()) {
       const target::Knob* k = catalog_.Find(knob);
-      scale = std::max(scale, KnobScale(knob));
+      scale = std::max(scale, n.prior_sd > 0 ? n.prior_sd : KnobScale(knob));
       if (k) risk = std::max(risk, heuristics_.RiskPenalty(k->accuracy_risk));
       if (k) cost = std::max(cost, heuristics_.Category(k->category).cost);
       if (auto it = beliefs_.find(knob); it != beliefs_.end()) {
@@ -216,6 +220,8 @@ void Planner::ScoreNode(IdeaNode& n) {
       }
     }
     ei = ExpectedImprovement(n.prior_mean, scale, 0.0);
+    effect_mean = n.prior_mean;
+    effect_sd = scale;
     model = "bundle, sd " + Num(scale);
   }
   // Urgency: the roofline bounds what any idea can still gain.
@@ -224,13 +230,69 @@ void Planner::ScoreNode(IdeaNode& n) {
     ei = std::min(ei, cap);
   }
   mult *= (1.0 - risk * (1.0 - urgency)) * (1.0 - 0.8 * n.kb_failure) * n.bonus;
+  // What measuring it will cost: a candidate near neutral takes every look of the pairs.
+  double runs = 1;
+  if (cost_) {
+    // One trial's log noise from the A/A floor (the median |A2/A1 - 1| = 0.6745 sqrt(2) sd).
+    double trial_noise = ctx_.floor / (0.6745 * std::sqrt(2.0));
+    runs = cost_->ExpectedRunsUnder(effect_mean, effect_sd, trial_noise, ctx_.floor) / cost_->DecisiveRuns();
+  }
   n.expected_gain = std::expm1(ei);
-  n.score = ei * mult / cost;
+  n.score = ei * mult / cost / runs;
   n.why = "expected " + Pct(n.expected_gain) + " (" + model + ")";
+  if (cost_) n.why += ", ~" + Num(runs * cost_->DecisiveRuns()) + " runs";
   if (risk > 0) n.why += ", accuracy risk -" + Num(risk * (1.0 - urgency));
   if (cost != 1) n.why += ", cost x" + Num(cost);
   if (n.bonus != 1) n.why += ", double-down x" + Num(n.bonus);
   if (!n.prior_note.empty()) n.why += ", " + n.prior_note;
+}
+
+void Planner::UpdateCombination() {
+  Config delta;
+  double mean = 0, var = 0;
+  std::string note;
+  for (const auto& [knob, b] : beliefs_) {
+    if (b.pruned || b.effects.empty()) continue;
+    const double incumbent = IncumbentEffect(knob);
+    std::string best_value;
+    GpPrediction best{0, 0};
+    for (const auto& [value, es] : b.effects) {
+      if (value == b.current || es.empty()) continue;
+      GpPrediction p = Posterior(knob, value, 0.0);
+      p.mean -= incumbent;
+      if (p.mean > best.mean) {
+        best = p;
+        best_value = value;
+      }
+    }
+    if (best_value.empty()) continue;
+    delta.Set(knob, best_value);
+    mean += best.mean;
+    var += best.sd * best.sd;
+    note += (note.empty() ? "" : ", ") + knob + "=" + best_value + " " + Pct(std::expm1(best.mean));
+  }
+  const std::string key = "combine:" + delta.ToString();
+  for (IdeaNode& n : tree_.mutable_nodes()) {
+    if (n.origin == "combine" && n.state == IdeaState::kOpen && n.key != key) {
+      n.state = IdeaState::kPruned;
+      n.note = "superseded by the evidence";
+    }
+  }
+  if (delta.size() < 2) return;
+  for (const IdeaNode& n : tree_.nodes()) {
+    if (n.key == key) return;  // open already, or measured on an earlier incumbent
+  }
+  IdeaNode n;
+  n.kind = IdeaKind::kBundle;
+  n.key = key;
+  n.title = "combine what measured better: " + delta.ToString();
+  n.delta = delta;
+  n.category = "combination";
+  n.origin = "combine";
+  n.prior_mean = mean;
+  n.prior_sd = std::sqrt(var);
+  n.prior_note = "measured: " + note;
+  tree_.Add(std::move(n), -1);
 }
 
 void Planner::Rescore() {
@@ -258,7 +320,11 @@ void Planner::Rescore() {
 std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
   ctx_.headroom = ctx.headroom;
   ctx_.noise = options_.default_noise;
-  if (ctx.noise_floor && *ctx.noise_floor > 0) ctx_.noise = std::log1p(*ctx.noise_floor);
+  ctx_.floor = options_.default_noise;
+  if (ctx.noise_floor && *ctx.noise_floor > 0) {
+    ctx_.noise = std::log1p(*ctx.noise_floor);
+    ctx_.floor = *ctx.noise_floor;
+  }
   ctx_.concurrency = std::max(1, ctx.concurrency);
   ctx_.cpus = std::max(1, ctx.cpus);
   if (!initialized_) {
@@ -275,6 +341,7 @@ std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
     std::string now = catalog_.ValueOf(ctx.best, *k);
     if (now != b.current) Rebase(knob, now);
   }
+  UpdateCombination();
   Rescore();
   std::vector<int> order;
   for (const IdeaNode& n : tree_.nodes()) {

@@ -44,6 +44,7 @@
 #include "search/heuristics.h"
 #include "search/idea_tree.h"
 #include "search/proposer.h"
+#include "search/trial_cost.h"
 #include "target/catalog.h"
 
 namespace hone::search {
@@ -73,6 +74,10 @@ struct PlannerOptions {
   double length_scale = 1.0;
   // Trust in a knob's spread prior, in pseudo-observations.
   double prior_weight = 1.5;
+  // The session's measurement protocol: when set, an idea's score is its expected gain
+  // per expected server run (search/trial_cost.h), so ideas likely to end near neutral
+  // (every look of the pairs) rank below ideas a screen or one look decides.
+  std::optional<MeasurementProtocol> protocol;
 };
 
 class Planner final : public Proposer {
@@ -106,7 +111,8 @@ class Planner final : public Proposer {
   };
   struct Context {  // what rescoring needs from the last ProposalContext
     std::optional<double> headroom;
-    double noise = 0.03;
+    double noise = 0.03;   // log sd of a measured gain
+    double floor = 0.03;   // the A/A noise floor (or the default noise when unknown)
     int concurrency = 1;
     int cpus = 1;
   };
@@ -125,6 +131,13 @@ class Planner final : public Proposer {
   void RecordEffect(const std::string& knob, const std::string& value, double log_effect);
   void Rebase(const std::string& knob, const std::string& new_value);
   void ExpandWin(int id);
+  // The pattern move (Hooke and Jeeves, "Direct search solution of numerical and
+  // statistical problems", J. ACM 1961): every knob's measured value that beats the
+  // incumbent's on the evidence (posterior mean above 0), set together in one
+  // candidate. Near misses of single knobs (each gain under the noise) add up to a gain
+  // one comparison can prove. Refreshed before every proposal; an open combination the
+  // evidence no longer supports is pruned.
+  void UpdateCombination();
   void ReopenInteractions(const std::string& knob, int win_id);
   int FindProposed(const Observation& obs) const;
   // An observation of a candidate this planner did not propose (the warm replay of a
@@ -136,6 +149,7 @@ class Planner final : public Proposer {
   const target::KnobCatalog& catalog_;
   Heuristics heuristics_;
   PlannerOptions options_;
+  std::optional<TrialCostModel> cost_;
   const FrameworkHeuristics* fw_ = nullptr;
   bool initialized_ = false;
   SearchDomain domain_;

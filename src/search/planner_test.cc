@@ -420,5 +420,66 @@ TEST_F(PlannerTest, StateRoundTripsAndDescribeShowsTheTree) {
   EXPECT_TRUE(other->Next(ctx_).has_value());
 }
 
+// With the session's protocol known, an idea the evidence says will end near neutral
+// (every look of the pairs, 19 runs) ranks below one a screen or one look decides.
+TEST_F(PlannerTest, TheProtocolsCostRanksIdeasByGainPerRun) {
+  PlannerOptions o{.domain = {.only = {"fa", "spec"}}};
+  ctx_.noise_floor = 0.02;
+  auto plain = Make(o);
+  o.protocol = MeasurementProtocol{};
+  auto costed = Make(o);
+  ASSERT_TRUE(plain->Next(ctx_));
+  ASSERT_TRUE(costed->Next(ctx_));
+  const IdeaNode* a = Open(*costed, "spec=ngram");
+  if (!a) a = Node(*costed, "spec=ngram", IdeaState::kProposed);
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->why.find("runs"), std::string::npos) << a->why;
+  const IdeaNode* b = Open(*plain, "spec=ngram");
+  if (!b) b = Node(*plain, "spec=ngram", IdeaState::kProposed);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->why.find("runs"), std::string::npos) << b->why;
+  // Same expected gain, the score divided by the expected runs per decisive candidate.
+  EXPECT_DOUBLE_EQ(a->expected_gain, b->expected_gain);
+  EXPECT_NE(a->score, b->score);
+}
+
+// Two knobs whose values each measured a little better than the incumbent (under the
+// noise: no KEEP) are tried together: the pattern move.
+TEST_F(PlannerTest, NearMissesOfTwoKnobsAreCombinedIntoOneCandidate) {
+  auto p = Make({.domain = {.only = {"fa", "spec"}}, .protocol = MeasurementProtocol{}});
+  ctx_.noise_floor = 0.05;
+  std::set<std::string> seen;
+  std::optional<Candidate> combined;
+  for (int i = 0; i < 6 && !combined; ++i) {
+    auto c = p->Next(ctx_);
+    ASSERT_TRUE(c);
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (c->delta.size() == 2) {
+      combined = c;
+      break;
+    }
+    // fa=off and spec=ngram each measure +4%: inconclusive under 5% noise.
+    p->Observe({*c, full, "INCONCLUSIVE", 0.04, ""});
+  }
+  ASSERT_TRUE(combined.has_value());
+  EXPECT_EQ(combined->delta.ToString(), "fa=off spec=ngram");
+  EXPECT_EQ(combined->idea, "combine:fa=off spec=ngram");
+  EXPECT_NE(combined->rationale.find("expected"), std::string::npos);
+  // Kept: both knobs move; the combination is not proposed again.
+  Config full = ctx_.best.Merged(combined->delta);
+  ctx_.best = full;
+  p->Observe({*combined, full, "KEEP", 0.08, ""});
+  EXPECT_NE(Node(*p, "combine:fa=off spec=ngram", IdeaState::kKept), nullptr);
+  auto next = p->Next(ctx_);
+  if (next) {
+    EXPECT_NE(next->idea, "combine:fa=off spec=ngram");
+  }
+  // The tree survives a save and load with the combination's belief.
+  auto q = Make({.domain = {.only = {"fa", "spec"}}, .protocol = MeasurementProtocol{}});
+  ASSERT_OK(q->Load(p->Save()));
+  EXPECT_EQ(q->Save(), p->Save());
+}
+
 }  // namespace
 }  // namespace hone::search
