@@ -102,7 +102,7 @@ TEST_F(CanaryTest, TheKeyIsNeverWrittenOrReported) {
   ASSERT_OK_AND_ASSIGN(auto critic, Critic::Create(rt->client(), testing::Data()));
   Decision d;
   d.subject = "c001";
-  d.measured_verdict = "REVERT";
+  d.measured_verdict = Verdict::kRevert;
   ASSERT_OK_AND_ASSIGN(CriticVerdict v, critic->Review(d));
   Capture(v.reason + v.learning + v.signature);
   Capture(ToReview(v, d).reason);

@@ -99,7 +99,7 @@ TEST_F(SpecialistTest, CliSpecialistDiffGoesThroughGateCriticAndExecutor) {
   Decision d;
   d.kind = "patch";
   d.subject = r.proposal_id;
-  d.measured_verdict = "PENDING";
+  d.measured_verdict = Verdict::kPending;
   d.diff = r.diff;
   d.diff_sha256 = r.facts.diff_sha256;
   d.author = r.author;

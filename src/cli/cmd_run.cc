@@ -27,7 +27,7 @@ void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec)
   if (s.validated) {
     std::printf("  validated %+.1f%%  (ratio %.3f, %.0f%% interval [%.3f, %.3f], %s; stock %.4g -> best %.4g)\n",
                 s.validated_gain * 100, 1 + s.validated_gain, spec.measurement.confidence * 100, s.validated_lo,
-                s.validated_hi, s.validation_verdict.c_str(), s.validated_stock_objective, s.validated_best_objective);
+                s.validated_hi, s.validation_verdict ? std::string(VerdictName(*s.validation_verdict)).c_str() : "", s.validated_stock_objective, s.validated_best_objective);
   }
   if (!s.close_accuracy.empty()) std::printf("  accuracy  %s\n", s.close_accuracy.c_str());
   if (!s.kb_result.empty()) std::printf("  kb        %s\n", s.kb_result.c_str());
@@ -44,7 +44,7 @@ int RunSession(const spec::SessionSpec& spec, const std::string& run_dir, const 
     auto loaded = session::LoadState(run_dir);
     if (!loaded) return ReportError(loaded.error());
     state = std::move(*loaded);
-    if (state.phase == "done") {
+    if (state.phase == session::Phase::kDone) {
       std::printf("session %s is already closed (%s); see %s/report.md\n", state.session_id.c_str(),
                   state.stop_reason.c_str(), run_dir.c_str());
       return 0;

@@ -141,7 +141,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     char id_buf[16];
     std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
     req.id = id_buf;
-    req.role = "surface";
+    req.role = measure::TrialRole::kSurface;
     req.config = p.config;
     req.point = point;
     auto outcome = w.executor->Run(req);

@@ -140,14 +140,14 @@ class ReportCloser final : public session::Closer {
                    s.validation_trials};
     r.baseline = {s.validated_stock_objective, s.validation_trials};
     for (const auto& c : s.candidates) {
-      if (c.verdict == "KEEP" && c.delta.size() == 1) {
+      if (c.verdict == Verdict::kKeep && c.delta.size() == 1) {
         r.learnings.push_back({c.delta.values().begin()->first, c.delta.values().begin()->second, c.gain,
                                c.ci_lo - 1, c.ci_hi - 1, c.candidate_trials});
-      } else if (c.verdict == "LAUNCH_FAILED" || c.verdict == "ACCURACY_FAILED" || c.verdict == "REVERT") {
+      } else if (c.verdict == Verdict::kLaunchFailed || c.verdict == Verdict::kAccuracyFailed || c.verdict == Verdict::kRevert) {
         kb::Failure f;
         f.config_delta = c.delta;
-        f.kind = c.verdict == "ACCURACY_FAILED" ? kb::FailureKind::kAccuracyFailed
-                 : c.verdict == "REVERT"         ? kb::FailureKind::kRegressed
+        f.kind = c.verdict == Verdict::kAccuracyFailed ? kb::FailureKind::kAccuracyFailed
+                 : c.verdict == Verdict::kRevert         ? kb::FailureKind::kRegressed
                  : c.failure_kind == "out_of_memory" ? kb::FailureKind::kOutOfMemory
                  : c.failure_kind == "bad_flag"      ? kb::FailureKind::kBadFlag
                                                      : kb::FailureKind::kCrashed;
@@ -157,7 +157,7 @@ class ReportCloser final : public session::Closer {
       }
     }
     r.provenance = {HONE_VERSION, s.session_id, sys::FormatUtc(sys::DefaultClock().WallMicros())};
-    req.verdict_keep = s.validation_verdict == "KEEP";
+    req.verdict_keep = s.validation_verdict == Verdict::kKeep;
     req.accuracy_passed = s.close_accuracy.empty() || s.close_accuracy.starts_with("pass");
     req.remeasured_at_close = true;
     auto a = w_.kb->Admit(req);
@@ -216,7 +216,7 @@ void AttachState(SessionWiring& w, const session::SessionState& state) {
   const session::SessionState* s = &state;
   search::Proposer* planner = w.fallback_proposer.get();
   w.agent_proposer->SetSnapshotFiller([s, planner](agent::OrchestratorSnapshot& snap) {
-    snap.phase = s->phase;
+    snap.phase = session::PhaseName(s->phase);
     snap.baseline_objective = s->baseline_objective;
     snap.stock = s->stock.ToString();
     snap.best = s->best.ToString();

@@ -45,7 +45,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   json cfg = json::object();
   for (const auto& [k, v] : req.config.values()) cfg[k] = v;
   HONE_TRY(sys::WriteFileAtomic(fs::path(o.dir) / "config.json",
-                                json{{"id", req.id}, {"role", req.role}, {"config", cfg}, {"point", req.point.Label()}}
+                                json{{"id", req.id}, {"role", TrialRoleName(req.role)}, {"config", cfg}, {"point", req.point.Label()}}
                                         .dump(2) + "\n"));
   auto model = s_.models->Resolve(req.config);
   if (!model) {

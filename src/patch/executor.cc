@@ -53,18 +53,6 @@ Result<std::set<std::string>> ChangedPaths(const fs::path& tree) {
 
 }  // namespace
 
-std::string_view VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kKeep:
-      return "keep";
-    case Verdict::kRevert:
-      return "revert";
-    case Verdict::kInconclusive:
-      return "inconclusive";
-  }
-  return "unknown";
-}
-
 Result<Proposal> LoadBackport(const fs::path& diff_file, std::string id, std::string author) {
   HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(diff_file));
   Proposal p;
@@ -316,7 +304,7 @@ Result<PatchRecord> PatchExecutor::Run(const Proposal& proposal, const policy::P
     rec.measure_verdict = "error";
     return revert("", "the measurement failed: " + m.error().message);
   }
-  rec.measure_verdict = std::string(VerdictName(m->verdict));
+  rec.measure_verdict = ToLower(VerdictName(m->verdict));
   if (m->verdict != Verdict::kKeep) return revert("", "measured " + rec.measure_verdict + ": " + m->reason);
 
   // 8. Merge: the gate needs a critic's sign-off of this diff; the token is checked again here.

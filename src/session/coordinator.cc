@@ -95,7 +95,7 @@ Status Coordinator::Save() {
 }
 
 void Coordinator::Event(const std::string& type, std::vector<std::pair<std::string, std::string>> fields) {
-  fields.insert(fields.begin(), {"phase", state_.phase});
+  fields.insert(fields.begin(), {"phase", std::string(PhaseName(state_.phase))});
   (void)events_.Append(type, Now(), fields);
 }
 
@@ -103,36 +103,39 @@ void Coordinator::Progress(const std::string& line) {
   if (services_.progress) services_.progress(line);
 }
 
-void Coordinator::StartPhase(const std::string& phase) {
+void Coordinator::StartPhase(Phase phase) {
   state_.phase = phase;
   // A resumed phase continues its open record.
   if (!state_.phases.empty() && state_.phases.back().phase == phase && state_.phases.back().cycle == state_.cycle &&
-      state_.phases.back().status == "running") {
+      state_.phases.back().status == PhaseStatus::kRunning) {
     return;
   }
-  state_.phases.push_back({phase, state_.cycle, Now(), -1, "running", ""});
+  state_.phases.push_back({phase, state_.cycle, Now(), -1, PhaseStatus::kRunning, ""});
   Event("phase_started", {{"cycle", std::to_string(state_.cycle)}});
-  Progress("phase " + phase + " (cycle " + std::to_string(state_.cycle) + ")");
+  Progress("phase " + std::string(PhaseName(phase)) + " (cycle " + std::to_string(state_.cycle) + ")");
 }
 
-void Coordinator::EndPhase(const std::string& status, const std::string& note) {
-  if (!state_.phases.empty() && state_.phases.back().status == "running") {
+void Coordinator::EndPhase(PhaseStatus status, const std::string& note) {
+  if (!state_.phases.empty() && state_.phases.back().status == PhaseStatus::kRunning) {
     state_.phases.back().finished_s = Now();
     state_.phases.back().status = status;
     state_.phases.back().note = note;
   }
-  Event("phase_finished", {{"status", status}, {"note", note}});
-  if (!note.empty()) Progress(state_.phase + ": " + status + " (" + note + ")");
+  Event("phase_finished", {{"status", std::string(PhaseStatusName(status))}, {"note", note}});
+  if (!note.empty()) {
+    Progress(std::string(PhaseName(state_.phase)) + ": " + std::string(PhaseStatusName(status)) + " (" + note + ")");
+  }
 }
 
-Result<measure::TrialOutcome> Coordinator::RunTrial(const std::string& role, const Config& config,
+Result<measure::TrialOutcome> Coordinator::RunTrial(measure::TrialRole role, const Config& config,
                                                     const measure::OperatingPoint& p, const std::string& server_binary) {
   if (sys::InterruptRequested()) return Cancelled("interrupted");
   measure::TrialRequest req{NextTrialId(), role, config, p, server_binary};
   // Persist the id before the trial: a crash mid-trial never reuses it.
   HONE_TRY(Save());
-  Event("trial_started", {{"trial", req.id}, {"role", role}, {"config", config.ToString()}, {"point", p.Label()}});
-  Progress("trial " + req.id + " " + role + " " + config.ToString());
+  const std::string role_name(measure::TrialRoleName(role));
+  Event("trial_started", {{"trial", req.id}, {"role", role_name}, {"config", config.ToString()}, {"point", p.Label()}});
+  Progress("trial " + req.id + " " + role_name + " " + config.ToString());
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, services_.executor->Run(req));
   ++state_.trials_run;
   state_.trial_seconds_total += o.wall_s;
@@ -147,7 +150,7 @@ Result<measure::TrialOutcome> Coordinator::RunTrial(const std::string& role, con
   return o;
 }
 
-CandidateRecord& Coordinator::NewCandidate(const std::string& phase, const search::Candidate& idea,
+CandidateRecord& Coordinator::NewCandidate(CandidatePhase phase, const search::Candidate& idea,
                                            const Config& incumbent) {
   CandidateRecord c;
   char buf[16];
@@ -209,8 +212,8 @@ Status Coordinator::Judge(CandidateRecord& c, bool final_look) {
   c.threshold = r.threshold;
   c.pairs = r.pairs;
   c.reason = r.reason;
-  if (r.verdict == measure::Verdict::kInconclusive && !final_look) return Ok();  // more pairs
-  c.verdict = std::string(measure::VerdictName(r.verdict));
+  if (r.verdict == Verdict::kInconclusive && !final_look) return Ok();  // more pairs
+  c.verdict = r.verdict;
   return Ok();
 }
 
@@ -218,15 +221,15 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
   const measure::OperatingPoint point = Primary();
   // Screening: one unpaired trial drops clear losers and launch failures cheaply.
   if (spec_.measurement.screen && c.screen_trial.empty() && c.candidate_values.empty()) {
-    if (!CanAfford(1)) return Finish(c, "SKIPPED_BUDGET", "not enough budget left to measure it");
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial("screen", c.config, point, c.server_binary));
+    if (!CanAfford(1)) return Finish(c, Verdict::kSkippedBudget, "not enough budget left to measure it");
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(measure::TrialRole::kScreen, c.config, point, c.server_binary));
     c.screen_trial = o.id;
     if (!o.launched) {
       c.failure_kind = o.failure_kind;
-      return Finish(c, "LAUNCH_FAILED", o.failure_kind + ": " + o.failure_detail.substr(0, 200));
+      return Finish(c, Verdict::kLaunchFailed, o.failure_kind + ": " + o.failure_detail.substr(0, 200));
     }
     if (!o.valid) {
-      return Finish(c, "INVALID", o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
+      return Finish(c, Verdict::kInvalid, o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
     }
     if (!state_.best_values.empty()) {
       double ref = Mean(state_.best_values);
@@ -236,7 +239,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "screening trial %.1f%% worse than the incumbent's mean (drop at %.0f%%)",
                       -better * 100, spec_.measurement.screen_drop * 100);
-        return Finish(c, "SCREENED_OUT", buf);
+        return Finish(c, Verdict::kScreenedOut, buf);
       }
     }
     HONE_TRY(Save());
@@ -251,7 +254,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     c.accuracy_passed = a.passed;
     Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
     Progress("  accuracy " + std::string(a.passed ? "pass" : "FAIL") + ": " + a.detail);
-    if (!a.passed) return Finish(c, "ACCURACY_FAILED", "accuracy gate: " + a.detail);
+    if (!a.passed) return Finish(c, Verdict::kAccuracyFailed, "accuracy gate: " + a.detail);
     HONE_TRY(Save());
   }
   // Paired, interleaved trials: incumbent (A) then candidate (B).
@@ -263,32 +266,32 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
       if (!CanAfford(2)) {
         if (static_cast<int>(c.candidate_values.size()) >= m.min_pairs) {
           HONE_TRY(Judge(c, true));
-          if (c.verdict == "PENDING") c.verdict = "INCONCLUSIVE";
+          if (c.verdict == Verdict::kPending) c.verdict = Verdict::kInconclusive;
           return Finish(c, c.verdict, c.reason + " (budget: no more pairs)");
         }
-        return Finish(c, "SKIPPED_BUDGET", "not enough budget left for paired trials");
+        return Finish(c, Verdict::kSkippedBudget, "not enough budget left for paired trials");
       }
       // An A whose B is missing (resumed after a crash) is reused.
       if (c.incumbent_values.size() == c.candidate_values.size()) {
-        HONE_ASSIGN_OR_RETURN(measure::TrialOutcome a, RunTrial("incumbent", c.incumbent, point, c.incumbent_binary));
+        HONE_ASSIGN_OR_RETURN(measure::TrialOutcome a, RunTrial(measure::TrialRole::kIncumbent, c.incumbent, point, c.incumbent_binary));
         if (!a.launched || !a.valid) {
-          return Finish(c, "INVALID", "the incumbent's trial " + a.id + " failed (" +
+          return Finish(c, Verdict::kInvalid, "the incumbent's trial " + a.id + " failed (" +
                                        (a.launched ? std::string("invalid run") : a.failure_kind) + ")");
         }
         c.incumbent_trials.push_back(a.id);
         c.incumbent_values.push_back(a.objective);
         HONE_TRY(Save());
       }
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("candidate", c.config, point, c.server_binary));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial(measure::TrialRole::kCandidate, c.config, point, c.server_binary));
       if (!b.launched) {
         c.failure_kind = b.failure_kind;
-        return Finish(c, "LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
+        return Finish(c, Verdict::kLaunchFailed, b.failure_kind + ": " + b.failure_detail.substr(0, 200));
       }
-      if (!b.valid) return Finish(c, "INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
+      if (!b.valid) return Finish(c, Verdict::kInvalid, b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
       if (!b.slo_ok) {
         c.candidate_trials.push_back(b.id);
         c.candidate_values.push_back(b.objective);
-        return Finish(c, "REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
+        return Finish(c, Verdict::kRevert, "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
       }
       c.candidate_trials.push_back(b.id);
       c.candidate_values.push_back(b.objective);
@@ -296,7 +299,7 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
     }
     bool final_look = target >= m.max_pairs;
     HONE_TRY(Judge(c, final_look));
-    if (c.verdict == "PENDING") {
+    if (c.verdict == Verdict::kPending) {
       target = std::min(m.max_pairs, target + m.pair_step);
       HONE_TRY(Save());
       continue;
@@ -310,19 +313,19 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
                  (review->learning.empty() ? "" : " (learning: " + review->learning + ")");
       Event("critic", {{"candidate", c.id}, {"approve", review->approve ? "true" : "false"},
                        {"reason", review->reason}, {"signature", review->signature}});
-      if (!review->approve && c.verdict == "KEEP") {
-        return Finish(c, "REVERT", "measured KEEP (" + c.reason + ") but the critic refused: " + review->reason);
+      if (!review->approve && c.verdict == Verdict::kKeep) {
+        return Finish(c, Verdict::kRevert, "measured KEEP (" + c.reason + ") but the critic refused: " + review->reason);
       }
     } else {
       c.critic = "no review: " + review.error().message;
     }
   }
-  if (c.verdict == "KEEP" && spec_.accuracy.enabled && c.accuracy.empty()) {
+  if (c.verdict == Verdict::kKeep && spec_.accuracy.enabled && c.accuracy.empty()) {
     HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
     c.accuracy = a.detail;
     c.accuracy_passed = a.passed;
     Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
-    if (!a.passed) return Finish(c, "ACCURACY_FAILED", "faster but the accuracy gate failed: " + a.detail);
+    if (!a.passed) return Finish(c, Verdict::kAccuracyFailed, "faster but the accuracy gate failed: " + a.detail);
   }
   return Finish(c, c.verdict, "");
 }
@@ -336,21 +339,21 @@ Status Coordinator::Enable(const measure::TrialOutcome& failed) {
   for (const Config& rung : rungs) {
     if (!CanAfford(1) || Stopping()) break;
     Config attempt = state_.stock.Merged(rung);
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial("enablement", attempt, Primary()));
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(measure::TrialRole::kEnablement, attempt, Primary()));
     search::Candidate idea{"enable:" + rung.ToString(), "enablement", rung, "make the stock configuration launch", 0};
-    CandidateRecord& c = NewCandidate("enablement", idea, state_.stock);
+    CandidateRecord& c = NewCandidate(CandidatePhase::kEnablement, idea, state_.stock);
     c.candidate_trials.push_back(o.id);
     c.finished_s = Now();
     if (o.launched && o.valid) {
-      c.verdict = "KEEP";
+      c.verdict = Verdict::kKeep;
       c.reason = "launches (" + failed.failure_kind + " fixed by " + rung.ToString() + ")";
       state_.stock = attempt;
       state_.best = attempt;
       state_.stock_note = "enabled with " + rung.ToString() + " after " + failed.failure_kind;
-      Event("verdict", {{"candidate", c.id}, {"verdict", "KEEP"}, {"reason", c.reason}});
+      Event("verdict", {{"candidate", c.id}, {"verdict", std::string(VerdictName(Verdict::kKeep))}, {"reason", c.reason}});
       return Save();
     }
-    c.verdict = "LAUNCH_FAILED";
+    c.verdict = Verdict::kLaunchFailed;
     c.failure_kind = o.failure_kind;
     c.reason = o.failure_kind + ": " + o.failure_detail.substr(0, 200);
     HONE_TRY(Save());
@@ -362,7 +365,7 @@ Status Coordinator::Enable(const measure::TrialOutcome& failed) {
 
 CandidateRecord* Coordinator::ReplayCandidate() {
   for (auto& c : state_.candidates) {
-    if (c.phase == "prelude") return &c;
+    if (c.phase == CandidatePhase::kPrelude) return &c;
   }
   return nullptr;
 }
@@ -378,21 +381,21 @@ Status Coordinator::MatchWarmRecipe() {
   }
   search::Candidate idea{"warm-replay:recipe-" + std::to_string(warm->recipe_id), "warm replay",
                          warm->config.DeltaFrom(state_.stock), explanation, warm->recorded_gain};
-  NewCandidate("prelude", idea, state_.stock);
+  NewCandidate(CandidatePhase::kPrelude, idea, state_.stock).recipe_id = warm->recipe_id;
   Progress("replaying recipe " + std::to_string(warm->recipe_id) + " alongside the baseline");
   return Save();
 }
 
 // A candidate's verdict is final: record it, log it, adopt a KEEP as the new best, and
 // tell the proposer. Shared by the search's evaluations and the warm replay.
-Status Coordinator::Finish(CandidateRecord& c, const std::string& verdict, const std::string& reason) {
+Status Coordinator::Finish(CandidateRecord& c, Verdict verdict, const std::string& reason) {
   c.verdict = verdict;
   if (!reason.empty()) c.reason = reason;
   c.finished_s = Now();
-  Event("verdict", {{"candidate", c.id}, {"verdict", c.verdict}, {"gain", Fmt("%.5f", c.gain)},
+  Event("verdict", {{"candidate", c.id}, {"verdict", std::string(VerdictName(c.verdict))}, {"gain", Fmt("%.5f", c.gain)},
                     {"ci_lo", Fmt("%.5f", c.ci_lo)}, {"ci_hi", Fmt("%.5f", c.ci_hi)}, {"reason", c.reason}});
-  Progress("  " + c.id + " " + c.verdict + ": " + c.reason);
-  if (c.verdict == "KEEP") {
+  Progress("  " + c.id + " " + std::string(VerdictName(c.verdict)) + ": " + c.reason);
+  if (c.verdict == Verdict::kKeep) {
     state_.best = c.config;
     state_.server_binary = c.server_binary;
     state_.best_trials = c.candidate_trials;
@@ -405,40 +408,40 @@ Status Coordinator::Finish(CandidateRecord& c, const std::string& verdict, const
 
 Status Coordinator::RunReplayTrial(CandidateRecord& r) {
   const std::string rid = r.id;
-  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial("replay", r.config, Primary(), r.server_binary));
+  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial(measure::TrialRole::kReplay, r.config, Primary(), r.server_binary));
   CandidateRecord* c = ReplayCandidate();  // RunTrial does not add records, but be safe
   if (!c || c->id != rid) return Ok();
   if (!b.launched) {
     c->failure_kind = b.failure_kind;
-    return Finish(*c, "LAUNCH_FAILED", b.failure_kind + ": " + b.failure_detail.substr(0, 200));
+    return Finish(*c, Verdict::kLaunchFailed, b.failure_kind + ": " + b.failure_detail.substr(0, 200));
   }
-  if (!b.valid) return Finish(*c, "INVALID", b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
+  if (!b.valid) return Finish(*c, Verdict::kInvalid, b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
   // Paired with the baseline trial just before it.
   c->incumbent_trials.push_back(state_.baseline_trials.back());
   c->incumbent_values.push_back(state_.baseline_values.back());
   c->candidate_trials.push_back(b.id);
   c->candidate_values.push_back(b.objective);
-  if (!b.slo_ok) return Finish(*c, "REVERT", "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
+  if (!b.slo_ok) return Finish(*c, Verdict::kRevert, "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
   return Save();
 }
 
 Status Coordinator::Prelude() {
-  StartPhase("prelude");
+  StartPhase(Phase::kPrelude);
   // One discarded launch first: the model file enters the page cache and lazy
   // initialisation happens outside the measurements (and a stock config that does not
   // launch is found before anything else).
   if (state_.warmup_trial.empty() && state_.baseline_values.empty()) {
     if (!CanAfford(1)) {
       state_.stop_reason = "budget too small to measure the stock baseline";
-      EndPhase("failed", state_.stop_reason);
+      EndPhase(PhaseStatus::kFailed, state_.stop_reason);
       return Ok();
     }
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome w, RunTrial("warmup", state_.stock, Primary()));
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome w, RunTrial(measure::TrialRole::kWarmup, state_.stock, Primary()));
     if (!w.launched) {
       auto enabled = Enable(w);
       if (!enabled) {
         state_.stop_reason = enabled.error().message;
-        EndPhase("failed", state_.stop_reason);
+        EndPhase(PhaseStatus::kFailed, state_.stop_reason);
         return Ok();
       }
     }
@@ -454,7 +457,7 @@ Status Coordinator::Prelude() {
     if (!CanAfford(2)) {
       if (state_.baseline_values.empty()) {
         state_.stop_reason = "budget too small to measure the stock baseline";
-        EndPhase("failed", state_.stop_reason);
+        EndPhase(PhaseStatus::kFailed, state_.stop_reason);
         return Ok();
       }
       break;
@@ -463,18 +466,18 @@ Status Coordinator::Prelude() {
     if (!first) {
       HONE_TRY(MatchWarmRecipe());
       CandidateRecord* r = ReplayCandidate();
-      if (r && r->verdict == "PENDING" && r->candidate_values.size() < state_.baseline_trials.size()) {
+      if (r && r->verdict == Verdict::kPending && r->candidate_values.size() < state_.baseline_trials.size()) {
         HONE_TRY(RunReplayTrial(*r));
         continue;
       }
     }
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? "baseline" : "aa", state_.stock, Primary()));
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? measure::TrialRole::kBaseline : measure::TrialRole::kAa, state_.stock, Primary()));
     if (!o.launched || !o.valid) {
       if (!o.launched && state_.baseline_values.empty()) {
         auto enabled = Enable(o);
         if (!enabled) {
           state_.stop_reason = enabled.error().message;
-          EndPhase("failed", state_.stop_reason);
+          EndPhase(PhaseStatus::kFailed, state_.stop_reason);
           return Ok();
         }
         continue;  // measure the enabled stock configuration
@@ -488,7 +491,7 @@ Status Coordinator::Prelude() {
         continue;
       }
       state_.stop_reason = "the stock configuration's trial " + o.id + " failed: " + why;
-      EndPhase("failed", state_.stop_reason);
+      EndPhase(PhaseStatus::kFailed, state_.stop_reason);
       return Ok();
     }
     if (first) {
@@ -522,7 +525,7 @@ Status Coordinator::Prelude() {
     aa = static_cast<int>(state_.aa_trials.size()) + 1;
     while (static_cast<int>(state_.aa_trials.size()) < aa) {
       bool first = state_.baseline_trials.size() == state_.aa_trials.size();
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? "baseline" : "aa", state_.stock, Primary()));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? measure::TrialRole::kBaseline : measure::TrialRole::kAa, state_.stock, Primary()));
       if (!o.launched || !o.valid) break;
       if (first) {
         state_.baseline_trials.push_back(o.id);
@@ -554,7 +557,7 @@ Status Coordinator::Prelude() {
     HONE_TRY(Save());
   }
   if (state_.baseline_values.empty()) {
-    EndPhase("failed", "no baseline");
+    EndPhase(PhaseStatus::kFailed, "no baseline");
     return Ok();
   }
   if (services_.roofline && state_.roofline.empty()) {
@@ -580,25 +583,25 @@ Status Coordinator::Prelude() {
   // ordinary pairs if those do not decide it.
   HONE_TRY(MatchWarmRecipe());
   if (CandidateRecord* r = ReplayCandidate(); r && state_.warm_replay.empty()) {
-    if (r->verdict == "PENDING") HONE_TRY(Evaluate(*r));
+    if (r->verdict == Verdict::kPending) HONE_TRY(Evaluate(*r));
     r = ReplayCandidate();  // Evaluate may have added records
     WarmCandidate warm;
     warm.config = r->config;
     warm.recorded_gain = r->predicted_gain;
     warm.explanation = r->rationale;
-    warm.recipe_id = ParseInt(r->idea.substr(r->idea.rfind('-') + 1)).value_or(0);
-    ReplayResult result{r->verdict,         r->gain,   r->verdict != "ACCURACY_FAILED",
+    warm.recipe_id = r->recipe_id;
+    ReplayResult result{r->verdict,         r->gain,   r->verdict != Verdict::kAccuracyFailed,
                         r->candidate_trials, r->reason, state_.session_id};
     const std::string judged = services_.warm_start->RecordReplay(warm, result);
     char buf[160];
     std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%%",
-                  static_cast<long long>(warm.recipe_id), r->verdict.c_str(), r->gain * 100,
+                  static_cast<long long>(warm.recipe_id), std::string(VerdictName(r->verdict)).c_str(), r->gain * 100,
                   warm.recorded_gain * 100);
     state_.warm_replay = std::string(buf) + " (" + judged + ")";
     Event("warm_replay", {{"result", state_.warm_replay}});
     HONE_TRY(Save());
   }
-  EndPhase("done", "");
+  EndPhase(PhaseStatus::kDone, "");
   return Ok();
 }
 
@@ -607,7 +610,7 @@ Status Coordinator::TryPatches() {
   for (const PatchIdea& idea : services_.patches->Pending(state_)) {
     if (Stopping() || !CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
     search::Candidate cand{"patch:" + idea.id, idea.title, Config{}, "source patch " + idea.id, 0};
-    CandidateRecord& c = NewCandidate("framework", cand, state_.best);
+    CandidateRecord& c = NewCandidate(CandidatePhase::kFramework, cand, state_.best);
     c.patch = idea.id;
     const std::string cid = c.id;
     HONE_TRY(Save());
@@ -618,7 +621,7 @@ Status Coordinator::TryPatches() {
       }
       rec->server_binary = binary;
       HONE_TRY(Evaluate(*rec));
-      return rec->verdict == "KEEP";
+      return rec->verdict == Verdict::kKeep;
     });
     CandidateRecord* rec = nullptr;
     for (auto& r : state_.candidates) {
@@ -626,38 +629,39 @@ Status Coordinator::TryPatches() {
     }
     if (!result) {
       if (result.error().code == ErrorCode::kCancelled) return Fail(result.error());
-      if (rec->verdict == "PENDING") {
-        rec->verdict = "PATCH_FAILED";
+      if (rec->verdict == Verdict::kPending) {
+        rec->verdict = Verdict::kPatchFailed;
         rec->reason = result.error().message;
       }
     } else {
-      if (result->status == "kept" && rec->verdict == "KEEP") {
+      if (result->status == "kept" && rec->verdict == Verdict::kKeep) {
         state_.server_binary = result->binary;  // the persistent copy, not the build dir
         rec->server_binary = result->binary;
-      } else if (rec->verdict == "KEEP") {
-        rec->verdict = "REVERT";  // measured faster, but the executor did not commit it
+      } else if (rec->verdict == Verdict::kKeep) {
+        rec->verdict = Verdict::kRevert;  // measured faster, but the executor did not commit it
         rec->reason = "patch not committed: " + result->reason;
         state_.best = rec->incumbent;
         state_.server_binary = rec->incumbent_binary;
-      } else if (rec->verdict == "PENDING") {
-        rec->verdict = result->status == "build_failed" ? "BUILD_FAILED" : "PATCH_REJECTED";
+      } else if (rec->verdict == Verdict::kPending) {
+        rec->verdict = result->status == "build_failed" ? Verdict::kBuildFailed : Verdict::kPatchRejected;
         rec->reason = result->reason + (result->stopped_by.empty() ? "" : " [" + result->stopped_by + "]");
       }
       rec->rationale += (result->diffstat.empty() ? "" : " (" + result->diffstat + ")");
     }
     rec->finished_s = Now();
-    Event("patch", {{"candidate", rec->id}, {"patch", idea.id}, {"verdict", rec->verdict}, {"reason", rec->reason}});
+    Event("patch", {{"candidate", rec->id}, {"patch", idea.id}, {"verdict", std::string(VerdictName(rec->verdict))},
+                    {"reason", rec->reason}});
     HONE_TRY(Save());
   }
   return Ok();
 }
 
 Status Coordinator::Framework() {
-  StartPhase("framework");
+  StartPhase(Phase::kFramework);
   keeps_this_cycle_ = 0;
   if (CandidateRecord* pending = state_.Pending(); pending && pending->patch.empty()) HONE_TRY(Evaluate(*pending));
   if (CandidateRecord* pending = state_.Pending(); pending && !pending->patch.empty()) {
-    pending->verdict = "INCONCLUSIVE";  // interrupted mid-patch: its worktree was reset; not retried
+    pending->verdict = Verdict::kInconclusive;  // interrupted mid-patch: its worktree was reset; not retried
     pending->reason = "interrupted while the patch was being measured";
   }
   HONE_TRY(TryPatches());
@@ -708,61 +712,61 @@ Status Coordinator::Framework() {
       note = "no more ideas";
       break;
     }
-    CandidateRecord& c = NewCandidate("framework", *idea, state_.best);
+    CandidateRecord& c = NewCandidate(CandidatePhase::kFramework, *idea, state_.best);
     HONE_TRY(Save());
     HONE_TRY(Evaluate(c));
-    misses = c.verdict == "KEEP" ? 0 : misses + 1;
+    misses = c.verdict == Verdict::kKeep ? 0 : misses + 1;
   }
-  EndPhase("done", note);
+  EndPhase(PhaseStatus::kDone, note);
   return Ok();
 }
 
 Status Coordinator::Kernel() {
-  StartPhase("kernel");
+  StartPhase(Phase::kKernel);
   if (!services_.kernel) {
-    EndPhase("skipped", "no kernel backend configured (kernel.backend in the spec)");
+    EndPhase(PhaseStatus::kSkipped, "no kernel backend configured (kernel.backend in the spec)");
     return Ok();
   }
   std::string note;
   auto proposed = services_.kernel->Propose(state_, &note);
   if (!proposed) {
     state_.kernel = "kernel backend failed: " + proposed.error().message;
-    EndPhase("failed", state_.kernel);
+    EndPhase(PhaseStatus::kFailed, state_.kernel);
     return Ok();
   }
   state_.kernel = note;
   Event("kernel_backend", {{"note", note}});
   auto& ideas = *proposed;
   if (ideas.empty()) {
-    EndPhase("done", note);
+    EndPhase(PhaseStatus::kDone, note);
     return Ok();
   }
   for (const search::Candidate& idea : ideas) {
     if (Stopping() || !CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
-    CandidateRecord& c = NewCandidate("kernel", idea, state_.best);
+    CandidateRecord& c = NewCandidate(CandidatePhase::kKernel, idea, state_.best);
     HONE_TRY(Evaluate(c));
   }
-  EndPhase("done", "");
+  EndPhase(PhaseStatus::kDone, "");
   return Ok();
 }
 
 Status Coordinator::Sweep() {
-  StartPhase("sweep");
+  StartPhase(Phase::kSweep);
   std::vector<measure::OperatingPoint> points;
   std::vector<int> concs = spec_.workload.sweep_concurrency;
   if (concs.empty()) concs.push_back(spec_.workload.concurrency);
   auto lens = spec_.workload.sweep_isl_osl;
   if (lens.empty()) lens.emplace_back(spec_.workload.isl, spec_.workload.osl);
   if (spec_.workload.sweep_concurrency.empty() && spec_.workload.sweep_isl_osl.empty()) {
-    EndPhase("skipped", "no sweep grid in the spec (workload.sweep)");
+    EndPhase(PhaseStatus::kSkipped, "no sweep grid in the spec (workload.sweep)");
     return Ok();
   }
   if (state_.BestIsStock()) {
-    EndPhase("skipped", "best is the stock configuration: nothing to sweep");
+    EndPhase(PhaseStatus::kSkipped, "best is the stock configuration: nothing to sweep");
     return Ok();
   }
   if (state_.last_sweep_config == state_.best.Hash() + state_.server_binary) {
-    EndPhase("skipped", "nothing changed since the previous sweep");
+    EndPhase(PhaseStatus::kSkipped, "nothing changed since the previous sweep");
     return Ok();
   }
   for (int c : concs) {
@@ -780,11 +784,11 @@ Status Coordinator::Sweep() {
     double a_intvty = 0, b_intvty = 0, a_tps = 0, b_tps = 0;
     bool failed = false;
     for (int i = 0; i < spec_.measurement.min_pairs; ++i) {
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome ta, RunTrial("sweep", state_.stock, p, ""));
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome tb, RunTrial("sweep", state_.best, p, state_.server_binary));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome ta, RunTrial(measure::TrialRole::kSweep, state_.stock, p, ""));
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome tb, RunTrial(measure::TrialRole::kSweep, state_.best, p, state_.server_binary));
       if (!ta.valid || !tb.valid) {
         failed = true;
-        rec.verdict = "INVALID";
+        rec.verdict = Verdict::kInvalid;
         break;
       }
       rec.stock_trials.push_back(ta.id);
@@ -805,21 +809,21 @@ Status Coordinator::Sweep() {
       rec.stock_intvty = a_intvty / n;
       rec.best_intvty = b_intvty / n;
       measure::VerdictResult r = measure::Judge(PairedInput(a, b, 1));
-      rec.verdict = std::string(measure::VerdictName(r.verdict));
-      rec.best_config = r.verdict == measure::Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
+      rec.verdict = r.verdict;
+      rec.best_config = r.verdict == Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
     }
     state_.sweep.push_back(rec);
-    Event("sweep_point", {{"point", p.Label()}, {"verdict", rec.verdict}, {"stock", Fmt("%.5g", rec.stock_objective)},
+    Event("sweep_point", {{"point", p.Label()}, {"verdict", rec.verdict ? std::string(VerdictName(*rec.verdict)) : ""}, {"stock", Fmt("%.5g", rec.stock_objective)},
                           {"best", Fmt("%.5g", rec.best_objective)}});
     HONE_TRY(Save());
   }
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
-  EndPhase("done", std::to_string(state_.sweep.size()) + " operating points");
+  EndPhase(PhaseStatus::kDone, std::to_string(state_.sweep.size()) + " operating points");
   return Ok();
 }
 
 Status Coordinator::CloseSession() {
-  StartPhase("close");
+  StartPhase(Phase::kClose);
   if (state_.stop_reason.empty()) state_.stop_reason = sys::InterruptRequested() ? "interrupted" : "completed";
   if (sys::InterruptRequested()) state_.interrupted = true;
   // Final end-to-end re-validation of the best configuration against the stock one.
@@ -840,12 +844,12 @@ Status Coordinator::CloseSession() {
           ok = false;
           break;
         }
-        auto ta = RunTrial("validate", state_.stock, Primary(), "");
+        auto ta = RunTrial(measure::TrialRole::kValidate, state_.stock, Primary(), "");
         if (!ta) {
           ok = false;
           break;
         }
-        auto tb = RunTrial("validate", state_.best, Primary());
+        auto tb = RunTrial(measure::TrialRole::kValidate, state_.best, Primary());
         if (!tb || !ta->valid || !tb->valid) {
           ok = false;
           break;
@@ -860,7 +864,7 @@ Status Coordinator::CloseSession() {
       if (static_cast<int>(a.size()) < m.min_pairs) break;  // not even the minimum: not validated
       r = measure::Judge(PairedInput(a, b, PlannedLooks()));
       // Out of budget after the minimum: judge what was measured.
-      if (!ok || r.verdict != measure::Verdict::kInconclusive || target >= m.max_pairs) break;
+      if (!ok || r.verdict != Verdict::kInconclusive || target >= m.max_pairs) break;
       Progress("  close validation inconclusive after " + std::to_string(a.size()) + " pairs (" +
                Fmt("%+.1f%%", r.gain * 100) + "): " + std::to_string(std::min(m.pair_step, m.max_pairs - target)) +
                " more");
@@ -874,9 +878,9 @@ Status Coordinator::CloseSession() {
       state_.validated_hi = r.ratio.hi;
       state_.validated_stock_objective = Mean(a);
       state_.validated_best_objective = Mean(b);
-      state_.validation_verdict = std::string(measure::VerdictName(r.verdict));
+      state_.validation_verdict = r.verdict;
       Progress("validated end to end: " + Fmt("%+.1f%%", r.gain * 100) + " [" + Fmt("%.3f", r.ratio.lo) + ", " +
-               Fmt("%.3f", r.ratio.hi) + "] " + state_.validation_verdict + " after " + std::to_string(a.size()) +
+               Fmt("%.3f", r.ratio.hi) + "] " + std::string(VerdictName(r.verdict)) + " after " + std::to_string(a.size()) +
                " pairs");
       if (services_.roofline) {
         double n = static_cast<double>(b.size());
@@ -888,13 +892,13 @@ Status Coordinator::CloseSession() {
         if (acc) state_.close_accuracy = (acc->passed ? "pass: " : "FAIL: ") + acc->detail;
       }
     } else {
-      state_.validation_verdict = "NOT_VALIDATED";
+      state_.validation_verdict = Verdict::kNotValidated;
       Progress("the best configuration could not be re-validated at close (budget or interrupt)");
     }
     HONE_TRY(Save());
   }
   Event("stop", {{"reason", state_.stop_reason}});
-  EndPhase("done", state_.stop_reason);
+  EndPhase(PhaseStatus::kDone, state_.stop_reason);
   HONE_TRY(Save());
   // The report and the recipe come last, so that they show the closed session; the
   // session is "done" only once they are written (a crash here re-runs the close).
@@ -902,7 +906,7 @@ Status Coordinator::CloseSession() {
     auto closed = services_.closer->Close(state_);
     if (!closed) Event("close_error", {{"error", closed.error().message}});
   }
-  state_.phase = "done";
+  state_.phase = Phase::kDone;
   return Save();
 }
 
@@ -914,7 +918,7 @@ Result<SessionState> Coordinator::Run() {
                               {"objective", spec_.objective.metric}});
   } else {
     Event("resumed", {{"trials_run", std::to_string(state_.trials_run)}});
-    Progress("resuming " + state_.session_id + " in phase " + state_.phase + " after " +
+    Progress("resuming " + state_.session_id + " in phase " + std::string(PhaseName(state_.phase)) + " after " +
              std::to_string(state_.trials_run) + " trials");
   }
   HONE_TRY(Save());
@@ -925,33 +929,33 @@ Result<SessionState> Coordinator::Run() {
     if (s.error().code == ErrorCode::kCancelled || sys::InterruptRequested()) {
       state_.interrupted = true;
       state_.stop_reason = "interrupted";
-      EndPhase("interrupted", "");
+      EndPhase(PhaseStatus::kInterrupted, "");
       return false;
     }
-    EndPhase("failed", s.error().message);
+    EndPhase(PhaseStatus::kFailed, s.error().message);
     Event("phase_error", {{"error", s.error().ToString()}});
     return true;
   };
-  while (state_.phase != "close" && state_.phase != "done") {
+  while (state_.phase != Phase::kClose && state_.phase != Phase::kDone) {
     if (!state_.stop_reason.empty() || sys::InterruptRequested()) break;
-    if (state_.phase == "prelude") {
+    if (state_.phase == Phase::kPrelude) {
       if (!guarded(&Coordinator::Prelude)) break;
       if (!state_.stop_reason.empty()) break;
-      state_.phase = "framework";
-    } else if (state_.phase == "framework") {
+      state_.phase = Phase::kFramework;
+    } else if (state_.phase == Phase::kFramework) {
       if (!guarded(&Coordinator::Framework)) break;
-      state_.phase = "kernel";
-    } else if (state_.phase == "kernel") {
+      state_.phase = Phase::kKernel;
+    } else if (state_.phase == Phase::kKernel) {
       if (!guarded(&Coordinator::Kernel)) break;
-      state_.phase = "sweep";
-    } else if (state_.phase == "sweep") {
+      state_.phase = Phase::kSweep;
+    } else if (state_.phase == Phase::kSweep) {
       if (!guarded(&Coordinator::Sweep)) break;
       // Cycle or close: only while budget, gains and cycles remain.
       bool gained = keeps_this_cycle_ > 0;
       bool budget = CanAfford(1 + 2 * spec_.measurement.min_pairs);
       if (state_.cycle < spec_.budget.max_cycles && gained && budget && !Stopping() && !state_.roofline_saturated) {
         ++state_.cycle;
-        state_.phase = "framework";
+        state_.phase = Phase::kFramework;
         Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
       } else {
         state_.stop_reason = Stopping()                              ? (sys::InterruptRequested() ? "interrupted" : "trial limit")
@@ -959,14 +963,14 @@ Result<SessionState> Coordinator::Run() {
                              : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
                              : state_.roofline_saturated              ? "at the roofline: no headroom left"
                                                                       : "converged: the last cycle found no gain";
-        state_.phase = "close";
+        state_.phase = Phase::kClose;
       }
     } else {
       break;
     }
     HONE_TRY(Save());
   }
-  if (state_.phase != "done") HONE_TRY(CloseSession());
+  if (state_.phase != Phase::kDone) HONE_TRY(CloseSession());
   return state_;
 }
 
@@ -975,7 +979,7 @@ std::string StatusText(const SessionState& s, const std::vector<Event>& events, 
   double started = static_cast<double>(s.started_unix_us) * 1e-6;
   std::string out;
   std::snprintf(buf, sizeof buf, "session %s: phase %s (cycle %d), %d trials, %.0fs elapsed, %.0fs of budget left\n",
-                s.session_id.c_str(), s.phase.c_str(), s.cycle, s.trials_run, now_unix_s - started,
+                s.session_id.c_str(), std::string(PhaseName(s.phase)).c_str(), s.cycle, s.trials_run, now_unix_s - started,
                 std::max(0.0, s.deadline_unix_s - now_unix_s));
   out += buf;
   if (!s.baseline_values.empty()) {
@@ -984,13 +988,14 @@ std::string StatusText(const SessionState& s, const std::vector<Event>& events, 
     out += buf;
   }
   int keeps = 0;
-  for (const auto& c : s.candidates) keeps += c.verdict == "KEEP";
+  for (const auto& c : s.candidates) keeps += c.verdict == Verdict::kKeep;
   std::snprintf(buf, sizeof buf, "best %s (%d kept of %zu candidates)\n", s.best.ToString().c_str(), keeps,
                 s.candidates.size());
   out += buf;
   if (s.validated) {
     std::snprintf(buf, sizeof buf, "validated gain %+.1f%% [%.3f, %.3f] (%s)\n", s.validated_gain * 100,
-                  s.validated_lo, s.validated_hi, s.validation_verdict.c_str());
+                  s.validated_lo, s.validated_hi,
+                  s.validation_verdict ? std::string(VerdictName(*s.validation_verdict)).c_str() : "");
     out += buf;
   }
   if (!s.stop_reason.empty()) out += "stop reason: " + s.stop_reason + "\n";

@@ -43,7 +43,7 @@ struct WarmCandidate {
 
 // How the replay of a recipe went in this session.
 struct ReplayResult {
-  std::string verdict;                 // KEEP, INCONCLUSIVE, REVERT, ACCURACY_FAILED, LAUNCH_FAILED, ...
+  Verdict verdict = Verdict::kPending;
   double gain = 0;                     // vs this session's stock baseline
   bool accuracy_passed = true;
   std::vector<std::string> trial_ids;  // the replay's own trials
@@ -160,7 +160,7 @@ class Coordinator {
   CandidateRecord* ReplayCandidate();
   Status MatchWarmRecipe();
   Status RunReplayTrial(CandidateRecord& r);
-  Status Finish(CandidateRecord& c, const std::string& verdict, const std::string& reason);
+  Status Finish(CandidateRecord& c, Verdict verdict, const std::string& reason);
   Status Framework();
   Status Kernel();
   Status Sweep();
@@ -174,17 +174,17 @@ class Coordinator {
   measure::VerdictInput PairedInput(std::vector<double> a, std::vector<double> b, int looks) const;
   // Looks a sequential judgment plans: min_pairs, then every pair_step up to max_pairs.
   int PlannedLooks() const;
-  Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p,
+  Result<measure::TrialOutcome> RunTrial(measure::TrialRole role, const Config& config, const measure::OperatingPoint& p,
                                          const std::string& server_binary);
-  Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p) {
+  Result<measure::TrialOutcome> RunTrial(measure::TrialRole role, const Config& config, const measure::OperatingPoint& p) {
     return RunTrial(role, config, p, state_.server_binary);
   }
   Status TryPatches();
 
-  CandidateRecord& NewCandidate(const std::string& phase, const search::Candidate& idea, const Config& incumbent);
+  CandidateRecord& NewCandidate(CandidatePhase phase, const search::Candidate& idea, const Config& incumbent);
   void Observe(const CandidateRecord& c);
-  void StartPhase(const std::string& phase);
-  void EndPhase(const std::string& status, const std::string& note);
+  void StartPhase(Phase phase);
+  void EndPhase(PhaseStatus status, const std::string& note);
   Status Save();
   void Event(const std::string& type, std::vector<std::pair<std::string, std::string>> fields = {});
   void Progress(const std::string& line);

@@ -14,6 +14,7 @@
 #include "core/rng.h"
 #include "core/strings.h"
 #include "measure/trial.h"
+#include "search/proposer.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "testing/fake_clock.h"
@@ -127,7 +128,7 @@ class ListProposer final : public search::Proposer {
     }
     return std::nullopt;
   }
-  void Observe(const search::Observation& obs) override { observed.push_back(obs.candidate.idea + ":" + obs.verdict); }
+  void Observe(const search::Observation& obs) override { observed.push_back(obs.candidate.idea + ":" + std::string(VerdictName(obs.verdict))); }
   std::string Save() const override { return std::to_string(next_); }
   Status Load(const std::string& s) override {
     next_ = static_cast<size_t>(ParseInt(s).value_or(0));

@@ -84,7 +84,7 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
       if (ec) return Internal("cannot keep the patched binary: " + ec.message());
       kept_binary = dest.string();
     }
-    return patch::Measurement{keep ? patch::Verdict::kKeep : patch::Verdict::kRevert,
+    return patch::Measurement{keep ? Verdict::kKeep : Verdict::kRevert,
                               keep ? "paired verdict KEEP" : "paired verdict did not keep it"};
   };
   HONE_ASSIGN_OR_RETURN(patch::PatchRecord rec, executor_->Run(proposal, decision, measure_fn));
