@@ -467,13 +467,14 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   if (w->critic) {
     agent::Critic* critic = w->critic.get();
     double floor_hint = 0;
-    svc.critic = [critic, floor_hint](const session::CandidateRecord& c) -> Result<session::CriticNote> {
+    svc.critic = [critic, floor_hint](const session::CandidateRecord& c,
+                                      Verdict measured) -> Result<session::CriticNote> {
       agent::Decision d;
       d.subject = c.id;
       d.idea = c.idea;
       d.incumbent = c.incumbent.ToString();
       d.config = c.config.ToString();
-      d.measured_verdict = c.verdict;
+      d.measured_verdict = measured;
       d.gain = c.gain;
       d.ci_lo = c.ci_lo;
       d.ci_hi = c.ci_hi;

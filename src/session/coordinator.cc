@@ -4,9 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <numeric>
 
-#include "core/rng.h"
 #include "core/stats.h"
 #include "core/strings.h"
 #include "sys/files.h"
@@ -15,6 +13,7 @@
 namespace hone::session {
 
 namespace fs = std::filesystem;
+using measure::TrialRole;
 
 namespace {
 
@@ -51,6 +50,8 @@ SessionState Coordinator::NewState(const spec::SessionSpec& spec, const std::str
   return s;
 }
 
+// ---- budget, time, bookkeeping ----
+
 double Coordinator::Now() const {
   return static_cast<double>(services_.clock->WallMicros() - state_.started_unix_us) * 1e-6;
 }
@@ -71,6 +72,10 @@ double Coordinator::CloseReserve() const {
 }
 
 bool Coordinator::CanAfford(int trials) const {
+  if (state_.phase == Phase::kClose) {
+    // The close's own re-validation: only the report's margin is left to keep.
+    return !sys::InterruptRequested() && Left() >= trials * EstTrial() + 5.0;
+  }
   if (spec_.budget.max_trials > 0 && state_.trials_run + trials > spec_.budget.max_trials) return false;
   return Left() - CloseReserve() >= trials * EstTrial() * 1.15;
 }
@@ -121,21 +126,19 @@ void Coordinator::EndPhase(PhaseStatus status, const std::string& note) {
     state_.phases.back().status = status;
     state_.phases.back().note = note;
   }
-  Event("phase_finished", {{"status", std::string(PhaseStatusName(status))}, {"note", note}});
-  if (!note.empty()) {
-    Progress(std::string(PhaseName(state_.phase)) + ": " + std::string(PhaseStatusName(status)) + " (" + note + ")");
-  }
+  const std::string name(PhaseStatusName(status));
+  Event("phase_finished", {{"status", name}, {"note", note}});
+  if (!note.empty()) Progress(std::string(PhaseName(state_.phase)) + ": " + name + " (" + note + ")");
 }
 
-Result<measure::TrialOutcome> Coordinator::RunTrial(measure::TrialRole role, const Config& config,
-                                                    const measure::OperatingPoint& p, const std::string& server_binary) {
+Result<measure::TrialOutcome> Coordinator::RunTrial(const Arm& arm, const measure::OperatingPoint& p) {
   if (sys::InterruptRequested()) return Cancelled("interrupted");
-  measure::TrialRequest req{NextTrialId(), role, config, p, server_binary};
+  measure::TrialRequest req{NextTrialId(), arm.role, arm.config, p, arm.server_binary};
   // Persist the id before the trial: a crash mid-trial never reuses it.
   HONE_TRY(Save());
-  const std::string role_name(measure::TrialRoleName(role));
-  Event("trial_started", {{"trial", req.id}, {"role", role_name}, {"config", config.ToString()}, {"point", p.Label()}});
-  Progress("trial " + req.id + " " + role_name + " " + config.ToString());
+  const std::string role(measure::TrialRoleName(arm.role));
+  Event("trial_started", {{"trial", req.id}, {"role", role}, {"config", arm.config.ToString()}, {"point", p.Label()}});
+  Progress("trial " + req.id + " " + role + " " + arm.config.ToString());
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, services_.executor->Run(req));
   ++state_.trials_run;
   state_.trial_seconds_total += o.wall_s;
@@ -174,6 +177,13 @@ CandidateRecord& Coordinator::NewCandidate(CandidatePhase phase, const search::C
   return state_.candidates.back();
 }
 
+CandidateRecord* Coordinator::FindCandidate(const std::string& id) {
+  for (auto& c : state_.candidates) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
 void Coordinator::Observe(const CandidateRecord& c) {
   if (!services_.proposer) return;
   search::Observation obs;
@@ -186,60 +196,66 @@ void Coordinator::Observe(const CandidateRecord& c) {
   services_.proposer->Observe(obs);
 }
 
-measure::VerdictInput Coordinator::PairedInput(std::vector<double> a, std::vector<double> b, int looks) const {
-  measure::VerdictInput in{std::move(a),       std::move(b),      spec_.objective.maximize, spec_.measurement.min_gain,
-                           state_.noise_floor, spec_.measurement.confidence};
+int Coordinator::KeepsThisCycle() const {
+  int keeps = 0;
+  for (const CandidateRecord& c : state_.candidates) {
+    keeps += c.cycle == state_.cycle && c.verdict == Verdict::kKeep &&
+             (c.phase == CandidatePhase::kFramework || c.phase == CandidatePhase::kKernel);
+  }
+  return keeps;
+}
+
+// ---- one candidate: evidence, verdict, adoption ----
+
+measure::VerdictInput Coordinator::VerdictSettings(int looks, uint64_t seed) const {
+  measure::VerdictInput in;
+  in.maximize = spec_.objective.maximize;
+  in.min_gain = spec_.measurement.min_gain;
+  in.noise_floor = state_.noise_floor;
+  in.confidence = spec_.measurement.confidence;
   in.looks = looks;
+  in.seed = seed;
   return in;
 }
 
 int Coordinator::PlannedLooks() const {
   const auto& m = spec_.measurement;
-  return (m.max_pairs - m.min_pairs) / m.pair_step + 1;
+  return session::PlannedLooks(m.min_pairs, m.max_pairs, m.pair_step);
 }
 
-Status Coordinator::Judge(CandidateRecord& c, bool final_look) {
-  // Whole pairs only: a resumed run may hold an incumbent trial whose twin never ran.
-  const auto n = static_cast<long>(std::min(c.incumbent_values.size(), c.candidate_values.size()));
-  measure::VerdictInput in =
-      PairedInput({c.incumbent_values.begin(), c.incumbent_values.begin() + n},
-                  {c.candidate_values.begin(), c.candidate_values.begin() + n}, PlannedLooks());
-  in.seed = static_cast<uint64_t>(state_.next_candidate);
-  measure::VerdictResult r = measure::Judge(in);
-  c.gain = r.gain;
-  c.ci_lo = r.ratio.lo;
-  c.ci_hi = r.ratio.hi;
-  c.threshold = r.threshold;
-  c.pairs = r.pairs;
-  c.reason = r.reason;
-  if (r.verdict == Verdict::kInconclusive && !final_look) return Ok();  // more pairs
-  c.verdict = r.verdict;
+Status Coordinator::CheckAccuracy(CandidateRecord& c) {
+  HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
+  c.accuracy = a.detail;
+  c.accuracy_passed = a.passed;
+  Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
+  Progress("  accuracy " + std::string(a.passed ? "pass" : "FAIL") + ": " + a.detail);
   return Ok();
 }
 
-Status Coordinator::Evaluate(CandidateRecord& c) {
+Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
   const measure::OperatingPoint point = Primary();
   // Screening: one unpaired trial drops clear losers and launch failures cheaply.
   if (spec_.measurement.screen && c.screen_trial.empty() && c.candidate_values.empty()) {
-    if (!CanAfford(1)) return Finish(c, Verdict::kSkippedBudget, "not enough budget left to measure it");
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(measure::TrialRole::kScreen, c.config, point, c.server_binary));
-    c.screen_trial = o.id;
-    if (!o.launched) {
-      c.failure_kind = o.failure_kind;
-      return Finish(c, Verdict::kLaunchFailed, o.failure_kind + ": " + o.failure_detail.substr(0, 200));
+    if (!CanAfford(1)) {
+      e.vetoes.push_back({VetoKind::kBudget, "not enough budget left to measure it"});
+      return Ok();
     }
-    if (!o.valid) {
-      return Finish(c, Verdict::kInvalid, o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(TrialRole::kScreen, c.config, point, c.server_binary));
+    c.screen_trial = o.id;
+    if (!o.launched || !o.valid) {
+      c.failure_kind = o.failure_kind;
+      e.vetoes.push_back(TrialVeto(o));
+      return Ok();
     }
     if (!state_.best_values.empty()) {
-      double ref = Mean(state_.best_values);
-      double better = Better(o.objective, ref, spec_.objective.maximize);
+      double better = Better(o.objective, Mean(state_.best_values), spec_.objective.maximize);
       if (better < -spec_.measurement.screen_drop) {
         c.gain = better;
         char buf[160];
         std::snprintf(buf, sizeof buf, "screening trial %.1f%% worse than the incumbent's mean (drop at %.0f%%)",
                       -better * 100, spec_.measurement.screen_drop * 100);
-        return Finish(c, Verdict::kScreenedOut, buf);
+        e.vetoes.push_back({VetoKind::kScreenDrop, buf});
+        return Ok();
       }
     }
     HONE_TRY(Save());
@@ -248,87 +264,86 @@ Status Coordinator::Evaluate(CandidateRecord& c) {
   // A source patch is new code: always accuracy-checked before pairs.
   const bool risky = !c.patch.empty() || (services_.risky && services_.risky(c.delta));
   if (risky && c.accuracy.empty() && spec_.accuracy.enabled) {
-    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a,
-                          services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
-    c.accuracy = a.detail;
-    c.accuracy_passed = a.passed;
-    Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
-    Progress("  accuracy " + std::string(a.passed ? "pass" : "FAIL") + ": " + a.detail);
-    if (!a.passed) return Finish(c, Verdict::kAccuracyFailed, "accuracy gate: " + a.detail);
+    HONE_TRY(CheckAccuracy(c));
+    if (!c.accuracy_passed) {
+      e.vetoes.push_back({VetoKind::kAccuracy, c.accuracy});
+      return Ok();
+    }
     HONE_TRY(Save());
   }
   // Paired, interleaved trials: incumbent (A) then candidate (B).
   const auto& m = spec_.measurement;
-  int target = std::max(m.min_pairs, static_cast<int>(c.candidate_values.size()));
-  if (target > m.min_pairs) target = m.min_pairs + ((target - m.min_pairs + m.pair_step - 1) / m.pair_step) * m.pair_step;
-  while (true) {
-    while (static_cast<int>(c.candidate_values.size()) < target) {
-      if (!CanAfford(2)) {
-        if (static_cast<int>(c.candidate_values.size()) >= m.min_pairs) {
-          HONE_TRY(Judge(c, true));
-          if (c.verdict == Verdict::kPending) c.verdict = Verdict::kInconclusive;
-          return Finish(c, c.verdict, c.reason + " (budget: no more pairs)");
-        }
-        return Finish(c, Verdict::kSkippedBudget, "not enough budget left for paired trials");
-      }
-      // An A whose B is missing (resumed after a crash) is reused.
-      if (c.incumbent_values.size() == c.candidate_values.size()) {
-        HONE_ASSIGN_OR_RETURN(measure::TrialOutcome a, RunTrial(measure::TrialRole::kIncumbent, c.incumbent, point, c.incumbent_binary));
-        if (!a.launched || !a.valid) {
-          return Finish(c, Verdict::kInvalid, "the incumbent's trial " + a.id + " failed (" +
-                                       (a.launched ? std::string("invalid run") : a.failure_kind) + ")");
-        }
-        c.incumbent_trials.push_back(a.id);
-        c.incumbent_values.push_back(a.objective);
-        HONE_TRY(Save());
-      }
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial(measure::TrialRole::kCandidate, c.config, point, c.server_binary));
-      if (!b.launched) {
-        c.failure_kind = b.failure_kind;
-        return Finish(c, Verdict::kLaunchFailed, b.failure_kind + ": " + b.failure_detail.substr(0, 200));
-      }
-      if (!b.valid) return Finish(c, Verdict::kInvalid, b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
-      if (!b.slo_ok) {
-        c.candidate_trials.push_back(b.id);
-        c.candidate_values.push_back(b.objective);
-        return Finish(c, Verdict::kRevert, "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
-      }
-      c.candidate_trials.push_back(b.id);
-      c.candidate_values.push_back(b.objective);
-      HONE_TRY(Save());
-    }
-    bool final_look = target >= m.max_pairs;
-    HONE_TRY(Judge(c, final_look));
-    if (c.verdict == Verdict::kPending) {
-      target = std::min(m.max_pairs, target + m.pair_step);
-      HONE_TRY(Save());
-      continue;
-    }
-    break;
+  PairPlan plan;
+  plan.a = {TrialRole::kIncumbent, c.incumbent, c.incumbent_binary};
+  plan.b = {TrialRole::kCandidate, c.config, c.server_binary};
+  plan.point = point;
+  plan.min_pairs = m.min_pairs;
+  plan.max_pairs = m.max_pairs;
+  plan.pair_step = m.pair_step;
+  plan.judge = VerdictSettings(PlannedLooks(), static_cast<uint64_t>(state_.next_candidate));
+  plan.slo_veto = true;
+  PairLog log(c.incumbent_trials, c.incumbent_values, c.candidate_trials, c.candidate_values);
+  HONE_ASSIGN_OR_RETURN(e.comparison, RunComparison(*this, plan, log));
+  if (const auto& judged = e.comparison->judged) {
+    c.gain = judged->gain;
+    c.ci_lo = judged->ratio.lo;
+    c.ci_hi = judged->ratio.hi;
+    c.threshold = judged->threshold;
+    c.pairs = judged->pairs;
+    c.reason = judged->reason;
   }
+  if (e.comparison->end == ComparisonEnd::kFailedB) c.failure_kind = e.comparison->failed->failure_kind;
+  // Only a verdict the pairs reached goes on (a failed trial or an SLO already decided).
+  const bool judged = e.comparison->judged && (e.comparison->end == ComparisonEnd::kComplete ||
+                                               e.comparison->end == ComparisonEnd::kBudget);
+  if (!judged) return Ok();
+  const Verdict measured = e.Decided().verdict;
+  // The critic reviews every measured verdict; its refusal is a veto.
   if (services_.critic && c.critic.empty()) {
-    auto review = services_.critic(c);
+    auto review = services_.critic(c, measured);
     if (review) {
       c.critic = std::string(review->approve ? "approved" : "refused") + ": " + review->reason +
                  (review->learning.empty() ? "" : " (learning: " + review->learning + ")");
       Event("critic", {{"candidate", c.id}, {"approve", review->approve ? "true" : "false"},
                        {"reason", review->reason}, {"signature", review->signature}});
-      if (!review->approve && c.verdict == Verdict::kKeep) {
-        return Finish(c, Verdict::kRevert, "measured KEEP (" + c.reason + ") but the critic refused: " + review->reason);
-      }
+      if (!review->approve) e.vetoes.push_back({VetoKind::kCritic, review->reason});
     } else {
       c.critic = "no review: " + review.error().message;
     }
   }
-  if (c.verdict == Verdict::kKeep && spec_.accuracy.enabled && c.accuracy.empty()) {
-    HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
-    c.accuracy = a.detail;
-    c.accuracy_passed = a.passed;
-    Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
-    if (!a.passed) return Finish(c, Verdict::kAccuracyFailed, "faster but the accuracy gate failed: " + a.detail);
+  // Nothing is kept without an accuracy pass.
+  if (e.Decided().verdict == Verdict::kKeep && spec_.accuracy.enabled && c.accuracy.empty()) {
+    HONE_TRY(CheckAccuracy(c));
+    if (!c.accuracy_passed) e.vetoes.push_back({VetoKind::kAccuracy, c.accuracy});
   }
-  return Finish(c, c.verdict, "");
+  return Ok();
 }
+
+Status Coordinator::Evaluate(CandidateRecord& c) {
+  Evidence e;
+  HONE_TRY(Assess(c, e));
+  return Finish(c, e.Decided());
+}
+
+Status Coordinator::Finish(CandidateRecord& c, const Decision& d) {
+  c.verdict = d.verdict;
+  c.reason = d.reason;
+  c.finished_s = Now();
+  const std::string verdict(VerdictName(c.verdict));
+  Event("verdict", {{"candidate", c.id}, {"verdict", verdict}, {"gain", Fmt("%.5f", c.gain)},
+                    {"ci_lo", Fmt("%.5f", c.ci_lo)}, {"ci_hi", Fmt("%.5f", c.ci_hi)}, {"reason", c.reason}});
+  Progress("  " + c.id + " " + verdict + ": " + c.reason);
+  if (c.verdict == Verdict::kKeep) {
+    state_.best = c.config;
+    state_.server_binary = c.server_binary;
+    state_.best_trials = c.candidate_trials;
+    state_.best_values = c.candidate_values;
+  }
+  Observe(c);
+  return Save();
+}
+
+// ---- prelude: warm-up, enablement, baseline, warm replay ----
 
 Status Coordinator::Enable(const measure::TrialOutcome& failed) {
   // Enablement ladder: from least to most invasive, as data (data/enablement.yaml).
@@ -339,7 +354,7 @@ Status Coordinator::Enable(const measure::TrialOutcome& failed) {
   for (const Config& rung : rungs) {
     if (!CanAfford(1) || Stopping()) break;
     Config attempt = state_.stock.Merged(rung);
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(measure::TrialRole::kEnablement, attempt, Primary()));
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(TrialRole::kEnablement, attempt, Primary()));
     search::Candidate idea{"enable:" + rung.ToString(), "enablement", rung, "make the stock configuration launch", 0};
     CandidateRecord& c = NewCandidate(CandidatePhase::kEnablement, idea, state_.stock);
     c.candidate_trials.push_back(o.id);
@@ -350,7 +365,7 @@ Status Coordinator::Enable(const measure::TrialOutcome& failed) {
       state_.stock = attempt;
       state_.best = attempt;
       state_.stock_note = "enabled with " + rung.ToString() + " after " + failed.failure_kind;
-      Event("verdict", {{"candidate", c.id}, {"verdict", std::string(VerdictName(Verdict::kKeep))}, {"reason", c.reason}});
+      Event("verdict", {{"candidate", c.id}, {"verdict", std::string(VerdictName(c.verdict))}, {"reason", c.reason}});
       return Save();
     }
     c.verdict = Verdict::kLaunchFailed;
@@ -386,43 +401,134 @@ Status Coordinator::MatchWarmRecipe() {
   return Save();
 }
 
-// A candidate's verdict is final: record it, log it, adopt a KEEP as the new best, and
-// tell the proposer. Shared by the search's evaluations and the warm replay.
-Status Coordinator::Finish(CandidateRecord& c, Verdict verdict, const std::string& reason) {
-  c.verdict = verdict;
-  if (!reason.empty()) c.reason = reason;
-  c.finished_s = Now();
-  Event("verdict", {{"candidate", c.id}, {"verdict", std::string(VerdictName(c.verdict))}, {"gain", Fmt("%.5f", c.gain)},
-                    {"ci_lo", Fmt("%.5f", c.ci_lo)}, {"ci_hi", Fmt("%.5f", c.ci_hi)}, {"reason", c.reason}});
-  Progress("  " + c.id + " " + std::string(VerdictName(c.verdict)) + ": " + c.reason);
-  if (c.verdict == Verdict::kKeep) {
-    state_.best = c.config;
-    state_.server_binary = c.server_binary;
-    state_.best_trials = c.candidate_trials;
-    state_.best_values = c.candidate_values;
-    ++keeps_this_cycle_;
-  }
-  Observe(c);
-  return Save();
-}
-
-Status Coordinator::RunReplayTrial(CandidateRecord& r) {
-  const std::string rid = r.id;
-  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial(measure::TrialRole::kReplay, r.config, Primary(), r.server_binary));
-  CandidateRecord* c = ReplayCandidate();  // RunTrial does not add records, but be safe
-  if (!c || c->id != rid) return Ok();
-  if (!b.launched) {
+// The recipe's trial between a baseline trial (its A) and that pair's A/A twin.
+Status Coordinator::ReplayBesideBaseline() {
+  HONE_TRY(MatchWarmRecipe());
+  CandidateRecord* r = ReplayCandidate();
+  if (!r || r->verdict != Verdict::kPending || r->candidate_values.size() >= state_.baseline_trials.size()) return Ok();
+  const std::string rid = r->id;
+  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome b, RunTrial(TrialRole::kReplay, r->config, Primary(), r->server_binary));
+  CandidateRecord* c = FindCandidate(rid);
+  if (!b.launched || !b.valid) {
     c->failure_kind = b.failure_kind;
-    return Finish(*c, Verdict::kLaunchFailed, b.failure_kind + ": " + b.failure_detail.substr(0, 200));
+    return Finish(*c, Decide(std::nullopt, {TrialVeto(b)}));
   }
-  if (!b.valid) return Finish(*c, Verdict::kInvalid, b.invalid_reasons.empty() ? "invalid run" : b.invalid_reasons[0]);
   // Paired with the baseline trial just before it.
   c->incumbent_trials.push_back(state_.baseline_trials.back());
   c->incumbent_values.push_back(state_.baseline_values.back());
   c->candidate_trials.push_back(b.id);
   c->candidate_values.push_back(b.objective);
-  if (!b.slo_ok) return Finish(*c, Verdict::kRevert, "SLO violated: " + (b.slo_violations.empty() ? "" : b.slo_violations[0]));
+  if (!b.slo_ok) return Finish(*c, Decide(std::nullopt, {TrialVeto(b)}));
   return Save();
+}
+
+// The replay: judged on the pairs it shared with the baseline, extended with ordinary
+// pairs if those do not decide it; the knowledge base judges what that means.
+Status Coordinator::JudgeReplay() {
+  HONE_TRY(MatchWarmRecipe());
+  CandidateRecord* r = ReplayCandidate();
+  if (!r || !state_.warm_replay.empty()) return Ok();
+  if (r->verdict == Verdict::kPending) HONE_TRY(Evaluate(*r));
+  r = ReplayCandidate();
+  WarmCandidate warm{r->config, r->predicted_gain, r->rationale, r->recipe_id};
+  ReplayResult result{r->verdict,         r->gain,   r->verdict != Verdict::kAccuracyFailed,
+                      r->candidate_trials, r->reason, state_.session_id};
+  const std::string judged = services_.warm_start->RecordReplay(warm, result);
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%%",
+                static_cast<long long>(warm.recipe_id), std::string(VerdictName(r->verdict)).c_str(), r->gain * 100,
+                warm.recorded_gain * 100);
+  state_.warm_replay = std::string(buf) + " (" + judged + ")";
+  Event("warm_replay", {{"result", state_.warm_replay}});
+  return Save();
+}
+
+PairPlan Coordinator::StockPairs(int pairs) const {
+  PairPlan plan;
+  plan.a = {TrialRole::kBaseline, state_.stock, ""};
+  plan.b = {TrialRole::kAa, state_.stock, ""};
+  plan.point = Primary();
+  plan.min_pairs = plan.max_pairs = pairs;
+  return plan;  // no verdict: the A/A pairs measure the noise floor
+}
+
+Status Coordinator::Baseline() {
+  PairLog log(state_.baseline_trials, state_.baseline_values, state_.aa_trials, state_.aa_values);
+  // Stock baseline, interleaved with its A/A twin: A1 A2 A1 A2 ... When the knowledge
+  // base has a recipe, its replay (B) rides along: A1 B A2 A1 B A2 ..., each B paired
+  // with the A1 before it, so a warm session judges the recipe on the baseline's own
+  // trials instead of measuring the stock twice more for it.
+  while (true) {
+    PairPlan plan = StockPairs(spec_.measurement.aa_pairs);
+    plan.between = [this] { return ReplayBesideBaseline(); };
+    plan.on_trial = [this](const measure::TrialOutcome& o, bool) {
+      // Running means of the stock trials' throughput and bench metrics (roofline, search).
+      double n = static_cast<double>(state_.baseline_trials.size() + state_.aa_trials.size());
+      state_.baseline_total_tps += (o.result.total_tps - state_.baseline_total_tps) / n;
+      state_.baseline_output_tps += (o.result.output_tps - state_.baseline_output_tps) / n;
+      for (const char* name : {"mean_ttft_ms", "mean_tpot_ms", "kv_usage_max", "queue_depth_mean", "running_mean"}) {
+        auto v = bench::Metric(o.result, name);
+        if (!v) continue;
+        auto [it, fresh] = state_.baseline_metrics.try_emplace(name, *v);
+        if (!fresh) it->second += (*v - it->second) / n;
+      }
+    };
+    // A stock configuration that already ran is not broken: one failure on a busy
+    // host (a timed-out request, a slow start) is measured again before giving up.
+    plan.retry = [this](const measure::TrialOutcome& o) {
+      if (state_.baseline_values.empty() || ++stock_failures_ > 1) return false;
+      const std::string why = o.launched ? (o.invalid_reasons.empty() ? "invalid" : o.invalid_reasons[0]) : o.failure_kind;
+      Event("stock_trial_failed", {{"trial", o.id}, {"reason", why}});
+      Progress("the stock configuration's trial " + o.id + " failed (" + why + "): measuring it again");
+      return true;
+    };
+    HONE_ASSIGN_OR_RETURN(ComparisonResult r, RunComparison(*this, plan, log));
+    if (r.end == ComparisonEnd::kComplete) break;
+    if (r.end == ComparisonEnd::kBudget) {
+      if (state_.baseline_values.empty()) state_.stop_reason = "budget too small to measure the stock baseline";
+      break;
+    }
+    const measure::TrialOutcome& o = *r.failed;
+    if (!o.launched && state_.baseline_values.empty()) {
+      auto enabled = Enable(o);
+      if (!enabled) {
+        state_.stop_reason = enabled.error().message;
+        break;
+      }
+      continue;  // measure the enabled stock configuration
+    }
+    const std::string why = o.launched ? (o.invalid_reasons.empty() ? "invalid" : o.invalid_reasons[0]) : o.failure_kind;
+    state_.stop_reason = "the stock configuration's trial " + o.id + " failed: " + why;
+    break;
+  }
+  if (!state_.stop_reason.empty()) return Ok();
+  // A noisy machine gets up to two more A/A pairs before the floor is fixed.
+  const int aa_cap = spec_.measurement.aa_pairs + 2;
+  while (!state_.baseline_values.empty() && state_.best_trials.empty() &&
+         static_cast<int>(state_.aa_trials.size()) < aa_cap && !log.half_pair() &&
+         measure::NoiseFloor(state_.baseline_values, state_.aa_values) > 0.10 &&
+         CanAfford(2 + 2 * spec_.measurement.min_pairs)) {
+    Progress("A/A pairs differ by " + Fmt("%.1f%%", measure::NoiseFloor(state_.baseline_values, state_.aa_values) * 100) +
+             ": measuring another A/A pair");
+    HONE_ASSIGN_OR_RETURN(ComparisonResult r, RunComparison(*this, StockPairs(log.pairs() + 1), log));
+    if (r.end != ComparisonEnd::kComplete) break;
+  }
+  if (!state_.baseline_values.empty() && state_.best_trials.empty()) {
+    state_.noise_floor = measure::NoiseFloor(log.a(), log.b());
+    std::vector<double> all = state_.baseline_values;
+    all.insert(all.end(), state_.aa_values.begin(), state_.aa_values.end());
+    state_.baseline_objective = Mean(all);
+    state_.best = state_.stock;
+    state_.best_values = all;
+    state_.best_trials = state_.baseline_trials;
+    state_.best_trials.insert(state_.best_trials.end(), state_.aa_trials.begin(), state_.aa_trials.end());
+    Event("baseline", {{"objective", Fmt("%.6g", state_.baseline_objective)},
+                       {"noise_floor", Fmt("%.5f", state_.noise_floor)}});
+    Progress("baseline " + spec_.objective.metric + " = " + Fmt("%.4g", state_.baseline_objective) +
+             ", A/A noise floor " + Fmt("%.2f%%", state_.noise_floor * 100));
+    HONE_TRY(Save());
+  }
+  return Ok();
 }
 
 Status Coordinator::Prelude() {
@@ -436,7 +542,7 @@ Status Coordinator::Prelude() {
       EndPhase(PhaseStatus::kFailed, state_.stop_reason);
       return Ok();
     }
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome w, RunTrial(measure::TrialRole::kWarmup, state_.stock, Primary()));
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome w, RunTrial(TrialRole::kWarmup, state_.stock, Primary()));
     if (!w.launched) {
       auto enabled = Enable(w);
       if (!enabled) {
@@ -448,113 +554,10 @@ Status Coordinator::Prelude() {
     state_.warmup_trial = w.id;
     HONE_TRY(Save());
   }
-  int aa = spec_.measurement.aa_pairs;
-  // Stock baseline, interleaved with its A/A twin: A1 A2 A1 A2 ... When the knowledge
-  // base has a recipe, its replay (B) rides along: A1 B A2 A1 B A2 ..., each B paired
-  // with the A1 before it, so a warm session judges the recipe on the baseline's own
-  // trials instead of measuring the stock twice more for it.
-  while (static_cast<int>(state_.aa_trials.size()) < aa) {
-    if (!CanAfford(2)) {
-      if (state_.baseline_values.empty()) {
-        state_.stop_reason = "budget too small to measure the stock baseline";
-        EndPhase(PhaseStatus::kFailed, state_.stop_reason);
-        return Ok();
-      }
-      break;
-    }
-    bool first = state_.baseline_trials.size() == state_.aa_trials.size();
-    if (!first) {
-      HONE_TRY(MatchWarmRecipe());
-      CandidateRecord* r = ReplayCandidate();
-      if (r && r->verdict == Verdict::kPending && r->candidate_values.size() < state_.baseline_trials.size()) {
-        HONE_TRY(RunReplayTrial(*r));
-        continue;
-      }
-    }
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? measure::TrialRole::kBaseline : measure::TrialRole::kAa, state_.stock, Primary()));
-    if (!o.launched || !o.valid) {
-      if (!o.launched && state_.baseline_values.empty()) {
-        auto enabled = Enable(o);
-        if (!enabled) {
-          state_.stop_reason = enabled.error().message;
-          EndPhase(PhaseStatus::kFailed, state_.stop_reason);
-          return Ok();
-        }
-        continue;  // measure the enabled stock configuration
-      }
-      const std::string why = o.launched ? (o.invalid_reasons.empty() ? "invalid" : o.invalid_reasons[0]) : o.failure_kind;
-      // A stock configuration that already ran is not broken: one failure on a busy
-      // host (a timed-out request, a slow start) is measured again before giving up.
-      if (!state_.baseline_values.empty() && ++stock_failures_ <= 1) {
-        Event("stock_trial_failed", {{"trial", o.id}, {"reason", why}});
-        Progress("the stock configuration's trial " + o.id + " failed (" + why + "): measuring it again");
-        continue;
-      }
-      state_.stop_reason = "the stock configuration's trial " + o.id + " failed: " + why;
-      EndPhase(PhaseStatus::kFailed, state_.stop_reason);
-      return Ok();
-    }
-    if (first) {
-      state_.baseline_trials.push_back(o.id);
-      state_.baseline_values.push_back(o.objective);
-    } else {
-      state_.aa_trials.push_back(o.id);
-      state_.aa_values.push_back(o.objective);
-    }
-    // Running means of the stock trials' throughput (for the roofline).
-    double n = static_cast<double>(state_.baseline_trials.size() + state_.aa_trials.size());
-    state_.baseline_total_tps += (o.result.total_tps - state_.baseline_total_tps) / n;
-    state_.baseline_output_tps += (o.result.output_tps - state_.baseline_output_tps) / n;
-    for (const char* name : {"mean_ttft_ms", "mean_tpot_ms", "kv_usage_max", "queue_depth_mean", "running_mean"}) {
-      auto v = bench::Metric(o.result, name);
-      if (!v) continue;
-      auto [it, fresh] = state_.baseline_metrics.try_emplace(name, *v);
-      if (!fresh) it->second += (*v - it->second) / n;
-    }
-    HONE_TRY(Save());
-  }
-  // A noisy machine gets up to two more A/A pairs before the floor is fixed (the cap is
-  // fixed here: the loop below moves `aa` one pair at a time).
-  const int aa_cap = spec_.measurement.aa_pairs + 2;
-  while (!state_.baseline_values.empty() && state_.best_trials.empty() &&
-         static_cast<int>(state_.aa_trials.size()) < aa_cap &&
-         state_.aa_values.size() == state_.baseline_values.size() &&
-         measure::NoiseFloor(state_.baseline_values, state_.aa_values) > 0.10 && CanAfford(2 + 2 * spec_.measurement.min_pairs)) {
-    Progress("A/A pairs differ by " + Fmt("%.1f%%", measure::NoiseFloor(state_.baseline_values, state_.aa_values) * 100) +
-             ": measuring another A/A pair");
-    aa = static_cast<int>(state_.aa_trials.size()) + 1;
-    while (static_cast<int>(state_.aa_trials.size()) < aa) {
-      bool first = state_.baseline_trials.size() == state_.aa_trials.size();
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrial(first ? measure::TrialRole::kBaseline : measure::TrialRole::kAa, state_.stock, Primary()));
-      if (!o.launched || !o.valid) break;
-      if (first) {
-        state_.baseline_trials.push_back(o.id);
-        state_.baseline_values.push_back(o.objective);
-      } else {
-        state_.aa_trials.push_back(o.id);
-        state_.aa_values.push_back(o.objective);
-      }
-      HONE_TRY(Save());
-    }
-    if (state_.aa_values.size() != state_.baseline_values.size()) break;
-  }
-  if (!state_.baseline_values.empty() && state_.best_trials.empty()) {
-    const std::vector<double>& aa_values = state_.aa_values;
-    size_t n = std::min(aa_values.size(), state_.baseline_values.size());
-    state_.noise_floor = measure::NoiseFloor(std::vector<double>(state_.baseline_values.begin(), state_.baseline_values.begin() + static_cast<long>(n)),
-                                             std::vector<double>(aa_values.begin(), aa_values.begin() + static_cast<long>(n)));
-    std::vector<double> all = state_.baseline_values;
-    all.insert(all.end(), aa_values.begin(), aa_values.end());
-    state_.baseline_objective = Mean(all);
-    state_.best = state_.stock;
-    state_.best_values = all;
-    state_.best_trials = state_.baseline_trials;
-    state_.best_trials.insert(state_.best_trials.end(), state_.aa_trials.begin(), state_.aa_trials.end());
-    Event("baseline", {{"objective", Fmt("%.6g", state_.baseline_objective)},
-                       {"noise_floor", Fmt("%.5f", state_.noise_floor)}});
-    Progress("baseline " + spec_.objective.metric + " = " + Fmt("%.4g", state_.baseline_objective) +
-             ", A/A noise floor " + Fmt("%.2f%%", state_.noise_floor * 100));
-    HONE_TRY(Save());
+  HONE_TRY(Baseline());
+  if (!state_.stop_reason.empty()) {
+    EndPhase(PhaseStatus::kFailed, state_.stop_reason);
+    return Ok();
   }
   if (state_.baseline_values.empty()) {
     EndPhase(PhaseStatus::kFailed, "no baseline");
@@ -579,31 +582,12 @@ Status Coordinator::Prelude() {
       Progress(state_.close_accuracy);
     }
   }
-  // The recipe's replay: judged on the pairs it shared with the baseline, extended with
-  // ordinary pairs if those do not decide it.
-  HONE_TRY(MatchWarmRecipe());
-  if (CandidateRecord* r = ReplayCandidate(); r && state_.warm_replay.empty()) {
-    if (r->verdict == Verdict::kPending) HONE_TRY(Evaluate(*r));
-    r = ReplayCandidate();  // Evaluate may have added records
-    WarmCandidate warm;
-    warm.config = r->config;
-    warm.recorded_gain = r->predicted_gain;
-    warm.explanation = r->rationale;
-    warm.recipe_id = r->recipe_id;
-    ReplayResult result{r->verdict,         r->gain,   r->verdict != Verdict::kAccuracyFailed,
-                        r->candidate_trials, r->reason, state_.session_id};
-    const std::string judged = services_.warm_start->RecordReplay(warm, result);
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "recipe %lld replayed: %s, gain %+.1f%% vs recorded %+.1f%%",
-                  static_cast<long long>(warm.recipe_id), std::string(VerdictName(r->verdict)).c_str(), r->gain * 100,
-                  warm.recorded_gain * 100);
-    state_.warm_replay = std::string(buf) + " (" + judged + ")";
-    Event("warm_replay", {{"result", state_.warm_replay}});
-    HONE_TRY(Save());
-  }
+  HONE_TRY(JudgeReplay());
   EndPhase(PhaseStatus::kDone, "");
   return Ok();
 }
+
+// ---- framework, kernel, sweep ----
 
 Status Coordinator::TryPatches() {
   if (!services_.patches) return Ok();
@@ -614,41 +598,40 @@ Status Coordinator::TryPatches() {
     c.patch = idea.id;
     const std::string cid = c.id;
     HONE_TRY(Save());
+    // The lane commits only what the measurement keeps; the verdict stands once the
+    // lane has answered (an uncommitted KEEP is not kept).
+    std::optional<Evidence> evidence;
+    Status measured = Ok();
     auto result = services_.patches->Try(idea, [&](const std::string& binary) -> Result<bool> {
-      CandidateRecord* rec = nullptr;
-      for (auto& r : state_.candidates) {
-        if (r.id == cid) rec = &r;
-      }
+      CandidateRecord* rec = FindCandidate(cid);
       rec->server_binary = binary;
-      HONE_TRY(Evaluate(*rec));
-      return rec->verdict == Verdict::kKeep;
+      evidence.emplace();
+      measured = Assess(*rec, *evidence);
+      HONE_TRY(measured);
+      return evidence->Decided().verdict == Verdict::kKeep;
     });
-    CandidateRecord* rec = nullptr;
-    for (auto& r : state_.candidates) {
-      if (r.id == cid) rec = &r;
-    }
-    if (!result) {
-      if (result.error().code == ErrorCode::kCancelled) return Fail(result.error());
-      if (rec->verdict == Verdict::kPending) {
-        rec->verdict = Verdict::kPatchFailed;
-        rec->reason = result.error().message;
-      }
+    // Interrupted: the candidate stays pending (a resumed Framework closes it).
+    if (!measured && measured.error().code == ErrorCode::kCancelled) return measured;
+    if (!result && result.error().code == ErrorCode::kCancelled) return Fail(result.error());
+    CandidateRecord* rec = FindCandidate(cid);
+    Evidence e = evidence.value_or(Evidence{});
+    if (!measured) {
+      e.vetoes.push_back({VetoKind::kPatchFailed, "the measurement failed: " + measured.error().message});
+    } else if (!result) {
+      e.vetoes.push_back({e.comparison ? VetoKind::kNotCommitted : VetoKind::kPatchFailed, result.error().message});
     } else {
-      if (result->status == "kept" && rec->verdict == Verdict::kKeep) {
-        state_.server_binary = result->binary;  // the persistent copy, not the build dir
-        rec->server_binary = result->binary;
-      } else if (rec->verdict == Verdict::kKeep) {
-        rec->verdict = Verdict::kRevert;  // measured faster, but the executor did not commit it
-        rec->reason = "patch not committed: " + result->reason;
-        state_.best = rec->incumbent;
-        state_.server_binary = rec->incumbent_binary;
-      } else if (rec->verdict == Verdict::kPending) {
-        rec->verdict = result->status == "build_failed" ? Verdict::kBuildFailed : Verdict::kPatchRejected;
-        rec->reason = result->reason + (result->stopped_by.empty() ? "" : " [" + result->stopped_by + "]");
-      }
       rec->rationale += (result->diffstat.empty() ? "" : " (" + result->diffstat + ")");
+      const bool kept = result->status == PatchStatus::kKept;
+      if (kept) rec->server_binary = result->binary;  // the persistent copy, not the build dir
+      if (!evidence) {
+        const std::string reason = result->reason + (result->stopped_by.empty() ? "" : " [" + result->stopped_by + "]");
+        e.vetoes.push_back({result->status == PatchStatus::kBuildFailed ? VetoKind::kBuildFailed : VetoKind::kPatchRejected,
+                            reason});
+      } else if (!kept) {
+        e.vetoes.push_back({VetoKind::kNotCommitted, result->reason});
+      }
     }
-    rec->finished_s = Now();
+    HONE_TRY(Finish(*rec, e.Decided()));
     Event("patch", {{"candidate", rec->id}, {"patch", idea.id}, {"verdict", std::string(VerdictName(rec->verdict))},
                     {"reason", rec->reason}});
     HONE_TRY(Save());
@@ -658,11 +641,11 @@ Status Coordinator::TryPatches() {
 
 Status Coordinator::Framework() {
   StartPhase(Phase::kFramework);
-  keeps_this_cycle_ = 0;
   if (CandidateRecord* pending = state_.Pending(); pending && pending->patch.empty()) HONE_TRY(Evaluate(*pending));
   if (CandidateRecord* pending = state_.Pending(); pending && !pending->patch.empty()) {
-    pending->verdict = Verdict::kInconclusive;  // interrupted mid-patch: its worktree was reset; not retried
-    pending->reason = "interrupted while the patch was being measured";
+    // Interrupted mid-patch: its worktree was reset; not retried.
+    HONE_TRY(Finish(*pending, Decide(std::nullopt, {{VetoKind::kInterrupted,
+                                                     "interrupted while the patch was being measured"}})));
   }
   HONE_TRY(TryPatches());
   int misses = 0;
@@ -736,27 +719,17 @@ Status Coordinator::Kernel() {
   }
   state_.kernel = note;
   Event("kernel_backend", {{"note", note}});
-  auto& ideas = *proposed;
-  if (ideas.empty()) {
-    EndPhase(PhaseStatus::kDone, note);
-    return Ok();
-  }
-  for (const search::Candidate& idea : ideas) {
+  for (const search::Candidate& idea : *proposed) {
     if (Stopping() || !CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
     CandidateRecord& c = NewCandidate(CandidatePhase::kKernel, idea, state_.best);
     HONE_TRY(Evaluate(c));
   }
-  EndPhase(PhaseStatus::kDone, "");
+  EndPhase(PhaseStatus::kDone, proposed->empty() ? note : "");
   return Ok();
 }
 
 Status Coordinator::Sweep() {
   StartPhase(Phase::kSweep);
-  std::vector<measure::OperatingPoint> points;
-  std::vector<int> concs = spec_.workload.sweep_concurrency;
-  if (concs.empty()) concs.push_back(spec_.workload.concurrency);
-  auto lens = spec_.workload.sweep_isl_osl;
-  if (lens.empty()) lens.emplace_back(spec_.workload.isl, spec_.workload.osl);
   if (spec_.workload.sweep_concurrency.empty() && spec_.workload.sweep_isl_osl.empty()) {
     EndPhase(PhaseStatus::kSkipped, "no sweep grid in the spec (workload.sweep)");
     return Ok();
@@ -769,52 +742,56 @@ Status Coordinator::Sweep() {
     EndPhase(PhaseStatus::kSkipped, "nothing changed since the previous sweep");
     return Ok();
   }
-  for (int c : concs) {
-    for (auto [isl, osl] : lens) points.push_back({c, isl, osl});
+  std::vector<int> concs = spec_.workload.sweep_concurrency;
+  if (concs.empty()) concs.push_back(spec_.workload.concurrency);
+  auto lens = spec_.workload.sweep_isl_osl;
+  if (lens.empty()) lens.emplace_back(spec_.workload.isl, spec_.workload.osl);
+  std::vector<measure::OperatingPoint> points;
+  for (int conc : concs) {
+    for (auto [isl, osl] : lens) points.push_back({conc, isl, osl});
   }
   state_.sweep.clear();
-  for (const auto& p : points) {
+  for (const measure::OperatingPoint& p : points) {
     if (Stopping() || !CanAfford(2 * spec_.measurement.min_pairs)) break;
     SweepPointRecord rec;
     rec.concurrency = p.concurrency;
     rec.isl = p.isl;
     rec.osl = p.osl;
     std::vector<double> a, b;
-    std::vector<const measure::TrialOutcome*> dummy;
     double a_intvty = 0, b_intvty = 0, a_tps = 0, b_tps = 0;
-    bool failed = false;
-    for (int i = 0; i < spec_.measurement.min_pairs; ++i) {
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome ta, RunTrial(measure::TrialRole::kSweep, state_.stock, p, ""));
-      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome tb, RunTrial(measure::TrialRole::kSweep, state_.best, p, state_.server_binary));
-      if (!ta.valid || !tb.valid) {
-        failed = true;
-        rec.verdict = Verdict::kInvalid;
+    PairPlan plan;
+    plan.a = {TrialRole::kSweep, state_.stock, ""};
+    plan.b = {TrialRole::kSweep, state_.best, state_.server_binary};
+    plan.point = p;
+    plan.min_pairs = plan.max_pairs = spec_.measurement.min_pairs;
+    plan.judge = VerdictSettings(1);
+    plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
+      (b_arm ? b_tps : a_tps) += o.result.total_tps;
+      (b_arm ? b_intvty : a_intvty) += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
+    };
+    PairLog log(rec.stock_trials, a, rec.best_trials, b);
+    HONE_ASSIGN_OR_RETURN(ComparisonResult r, RunComparison(*this, plan, log));
+    switch (r.end) {
+      case ComparisonEnd::kComplete: {
+        double n = static_cast<double>(log.pairs());
+        rec.stock_objective = Mean(log.a());
+        rec.best_objective = Mean(log.b());
+        rec.stock_tps = a_tps / n;
+        rec.best_tps = b_tps / n;
+        rec.stock_intvty = a_intvty / n;
+        rec.best_intvty = b_intvty / n;
+        rec.verdict = r.judged->verdict;
+        rec.best_config = r.judged->verdict == Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
         break;
       }
-      rec.stock_trials.push_back(ta.id);
-      rec.best_trials.push_back(tb.id);
-      a.push_back(ta.objective);
-      b.push_back(tb.objective);
-      a_tps += ta.result.total_tps;
-      b_tps += tb.result.total_tps;
-      a_intvty += ta.result.intvty.count("p50") ? ta.result.intvty.at("p50") : 0;
-      b_intvty += tb.result.intvty.count("p50") ? tb.result.intvty.at("p50") : 0;
-    }
-    if (!failed && !a.empty()) {
-      double n = static_cast<double>(a.size());
-      rec.stock_objective = Mean(a);
-      rec.best_objective = Mean(b);
-      rec.stock_tps = a_tps / n;
-      rec.best_tps = b_tps / n;
-      rec.stock_intvty = a_intvty / n;
-      rec.best_intvty = b_intvty / n;
-      measure::VerdictResult r = measure::Judge(PairedInput(a, b, 1));
-      rec.verdict = r.verdict;
-      rec.best_config = r.verdict == Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
+      case ComparisonEnd::kBudget: rec.verdict = Verdict::kSkippedBudget; break;
+      case ComparisonEnd::kFailedA:
+      case ComparisonEnd::kFailedB:
+      case ComparisonEnd::kSloViolated: rec.verdict = Verdict::kInvalid; break;
     }
     state_.sweep.push_back(rec);
-    Event("sweep_point", {{"point", p.Label()}, {"verdict", rec.verdict ? std::string(VerdictName(*rec.verdict)) : ""}, {"stock", Fmt("%.5g", rec.stock_objective)},
-                          {"best", Fmt("%.5g", rec.best_objective)}});
+    Event("sweep_point", {{"point", p.Label()}, {"verdict", std::string(VerdictName(*rec.verdict))},
+                          {"stock", Fmt("%.5g", rec.stock_objective)}, {"best", Fmt("%.5g", rec.best_objective)}});
     HONE_TRY(Save());
   }
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
@@ -822,68 +799,52 @@ Status Coordinator::Sweep() {
   return Ok();
 }
 
+// ---- close ----
+
 Status Coordinator::CloseSession() {
   StartPhase(Phase::kClose);
   if (state_.stop_reason.empty()) state_.stop_reason = sys::InterruptRequested() ? "interrupted" : "completed";
   if (sys::InterruptRequested()) state_.interrupted = true;
-  // Final end-to-end re-validation of the best configuration against the stock one.
+  // Final end-to-end re-validation of the best configuration against the stock one:
+  // sequential like a candidate's (min_pairs pairs, more while inconclusive, up to
+  // max_pairs); out of budget or interrupted after the minimum, what was measured is
+  // judged. Three pairs on a noisy host give intervals too wide to admit a real gain.
   if (!state_.BestIsStock() && !state_.validated && !state_.interrupted && !state_.baseline_values.empty()) {
-    // Sequential, like a candidate's evaluation: min_pairs pairs, then pair_step more
-    // while the verdict is inconclusive, up to max_pairs, each look Bonferroni-corrected.
-    // Three pairs on a noisy host give intervals too wide to admit a real gain.
     const auto& m = spec_.measurement;
+    std::vector<std::string> a_trials, b_trials;
     std::vector<double> a, b;
-    std::vector<std::string> trials;
     double best_total = 0, best_output = 0;
-    bool ok = true;
-    int target = m.min_pairs;
-    measure::VerdictResult r;
-    while (true) {
-      while (static_cast<int>(a.size()) < target) {
-        if (Left() < 2 * EstTrial() + 5.0 || sys::InterruptRequested()) {
-          ok = false;
-          break;
-        }
-        auto ta = RunTrial(measure::TrialRole::kValidate, state_.stock, Primary(), "");
-        if (!ta) {
-          ok = false;
-          break;
-        }
-        auto tb = RunTrial(measure::TrialRole::kValidate, state_.best, Primary());
-        if (!tb || !ta->valid || !tb->valid) {
-          ok = false;
-          break;
-        }
-        a.push_back(ta->objective);
-        b.push_back(tb->objective);
-        best_total += tb->result.total_tps;
-        best_output += tb->result.output_tps;
-        trials.push_back(ta->id);
-        trials.push_back(tb->id);
-      }
-      if (static_cast<int>(a.size()) < m.min_pairs) break;  // not even the minimum: not validated
-      r = measure::Judge(PairedInput(a, b, PlannedLooks()));
-      // Out of budget after the minimum: judge what was measured.
-      if (!ok || r.verdict != Verdict::kInconclusive || target >= m.max_pairs) break;
-      Progress("  close validation inconclusive after " + std::to_string(a.size()) + " pairs (" +
-               Fmt("%+.1f%%", r.gain * 100) + "): " + std::to_string(std::min(m.pair_step, m.max_pairs - target)) +
-               " more");
-      target = std::min(m.max_pairs, target + m.pair_step);
-    }
-    state_.validation_trials = trials;
-    if (static_cast<int>(a.size()) >= m.min_pairs) {
+    PairPlan plan;
+    plan.a = {TrialRole::kValidate, state_.stock, ""};
+    plan.b = {TrialRole::kValidate, state_.best, state_.server_binary};
+    plan.point = Primary();
+    plan.min_pairs = m.min_pairs;
+    plan.max_pairs = m.max_pairs;
+    plan.pair_step = m.pair_step;
+    plan.judge = VerdictSettings(PlannedLooks());
+    plan.label = "close validation";
+    plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
+      if (!b_arm) return;
+      best_total += o.result.total_tps;
+      best_output += o.result.output_tps;
+    };
+    PairLog log(a_trials, a, b_trials, b);
+    (void)RunComparison(*this, plan, log);  // an error (an interrupt) leaves what was measured
+    state_.validation_trials = log.Interleaved();
+    if (log.pairs() >= m.min_pairs) {
+      measure::VerdictResult r = JudgePairs(plan, log);
       state_.validated = true;
       state_.validated_gain = r.gain;
       state_.validated_lo = r.ratio.lo;
       state_.validated_hi = r.ratio.hi;
-      state_.validated_stock_objective = Mean(a);
-      state_.validated_best_objective = Mean(b);
+      state_.validated_stock_objective = Mean(log.a());
+      state_.validated_best_objective = Mean(log.b());
       state_.validation_verdict = r.verdict;
       Progress("validated end to end: " + Fmt("%+.1f%%", r.gain * 100) + " [" + Fmt("%.3f", r.ratio.lo) + ", " +
-               Fmt("%.3f", r.ratio.hi) + "] " + std::string(VerdictName(r.verdict)) + " after " + std::to_string(a.size()) +
-               " pairs");
+               Fmt("%.3f", r.ratio.hi) + "] " + std::string(VerdictName(r.verdict)) + " after " +
+               std::to_string(log.pairs()) + " pairs");
       if (services_.roofline) {
-        double n = static_cast<double>(b.size());
+        double n = static_cast<double>(log.pairs());
         auto note = services_.roofline(state_.best, best_total / n, best_output / n);
         if (note) state_.roofline += (state_.roofline.empty() ? "" : "; ") + std::string("best: ") + note->summary;
       }
@@ -909,6 +870,8 @@ Status Coordinator::CloseSession() {
   state_.phase = Phase::kDone;
   return Save();
 }
+
+// ---- the phase sequence ----
 
 Result<SessionState> Coordinator::Run() {
   HONE_TRY(sys::EnsureDir(state_.run_dir));
@@ -936,39 +899,46 @@ Result<SessionState> Coordinator::Run() {
     Event("phase_error", {{"error", s.error().ToString()}});
     return true;
   };
-  while (state_.phase != Phase::kClose && state_.phase != Phase::kDone) {
-    if (!state_.stop_reason.empty() || sys::InterruptRequested()) break;
-    if (state_.phase == Phase::kPrelude) {
-      if (!guarded(&Coordinator::Prelude)) break;
-      if (!state_.stop_reason.empty()) break;
-      state_.phase = Phase::kFramework;
-    } else if (state_.phase == Phase::kFramework) {
-      if (!guarded(&Coordinator::Framework)) break;
-      state_.phase = Phase::kKernel;
-    } else if (state_.phase == Phase::kKernel) {
-      if (!guarded(&Coordinator::Kernel)) break;
-      state_.phase = Phase::kSweep;
-    } else if (state_.phase == Phase::kSweep) {
-      if (!guarded(&Coordinator::Sweep)) break;
-      // Cycle or close: only while budget, gains and cycles remain.
-      bool gained = keeps_this_cycle_ > 0;
-      bool budget = CanAfford(1 + 2 * spec_.measurement.min_pairs);
-      if (state_.cycle < spec_.budget.max_cycles && gained && budget && !Stopping() && !state_.roofline_saturated) {
-        ++state_.cycle;
-        state_.phase = Phase::kFramework;
-        Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
-      } else {
-        state_.stop_reason = Stopping()                              ? (sys::InterruptRequested() ? "interrupted" : "trial limit")
-                             : !budget                               ? "budget"
-                             : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
-                             : state_.roofline_saturated              ? "at the roofline: no headroom left"
-                                                                      : "converged: the last cycle found no gain";
-        state_.phase = Phase::kClose;
+  bool running = true;
+  while (running && state_.stop_reason.empty() && !sys::InterruptRequested()) {
+    switch (state_.phase) {
+      case Phase::kPrelude:
+        running = guarded(&Coordinator::Prelude) && state_.stop_reason.empty();
+        if (running) state_.phase = Phase::kFramework;
+        break;
+      case Phase::kFramework:
+        running = guarded(&Coordinator::Framework);
+        if (running) state_.phase = Phase::kKernel;
+        break;
+      case Phase::kKernel:
+        running = guarded(&Coordinator::Kernel);
+        if (running) state_.phase = Phase::kSweep;
+        break;
+      case Phase::kSweep: {
+        if (!(running = guarded(&Coordinator::Sweep))) break;
+        // Cycle or close: only while budget, gains and cycles remain.
+        const bool gained = KeepsThisCycle() > 0;
+        const bool budget = CanAfford(1 + 2 * spec_.measurement.min_pairs);
+        if (state_.cycle < spec_.budget.max_cycles && gained && budget && !Stopping() && !state_.roofline_saturated) {
+          ++state_.cycle;
+          state_.phase = Phase::kFramework;
+          Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
+        } else {
+          state_.stop_reason = Stopping()                                ? (sys::InterruptRequested() ? "interrupted" : "trial limit")
+                               : !budget                                 ? "budget"
+                               : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
+                               : state_.roofline_saturated              ? "at the roofline: no headroom left"
+                                                                        : "converged: the last cycle found no gain";
+          state_.phase = Phase::kClose;
+        }
+        break;
       }
-    } else {
-      break;
+      case Phase::kClose:
+      case Phase::kDone:
+        running = false;
+        break;
     }
-    HONE_TRY(Save());
+    if (running) HONE_TRY(Save());
   }
   if (state_.phase != Phase::kDone) HONE_TRY(CloseSession());
   return state_;
@@ -979,8 +949,8 @@ std::string StatusText(const SessionState& s, const std::vector<Event>& events, 
   double started = static_cast<double>(s.started_unix_us) * 1e-6;
   std::string out;
   std::snprintf(buf, sizeof buf, "session %s: phase %s (cycle %d), %d trials, %.0fs elapsed, %.0fs of budget left\n",
-                s.session_id.c_str(), std::string(PhaseName(s.phase)).c_str(), s.cycle, s.trials_run, now_unix_s - started,
-                std::max(0.0, s.deadline_unix_s - now_unix_s));
+                s.session_id.c_str(), std::string(PhaseName(s.phase)).c_str(), s.cycle, s.trials_run,
+                now_unix_s - started, std::max(0.0, s.deadline_unix_s - now_unix_s));
   out += buf;
   if (!s.baseline_values.empty()) {
     std::snprintf(buf, sizeof buf, "baseline %.4g (trials %s), noise floor %.2f%%\n", s.baseline_objective,

@@ -1,17 +1,19 @@
-// Coordinator: the closed loop of one session.
+// Coordinator: the closed loop of one session, as phase sequencing.
 //
 //   Prelude   stock baseline + A/A noise floor, accuracy reference, warm replay of
 //             the closest knowledge-base recipe, roofline
 //   Framework enablement (if the stock configuration does not launch) then speed:
-//             candidates from the proposer, each screened, accuracy-gated and judged
-//             from paired interleaved trials (measure/verdict.h)
+//             candidates from the proposer, each screened, accuracy-gated and
+//             compared in paired interleaved trials (session/comparison.h)
 //   Kernel    hands the best config to a kernel backend (skipped without one)
 //   Sweep     re-measures best vs stock over the operating-point grid
 //   Cycle     back to Framework while budget, ideas and gains remain (hard ceiling)
 //   Close     always: final paired re-validation of best vs stock, stop reason,
 //             report, summary, knowledge-base write
 //
-// Every decision is made from measured trials only (the executor's outcomes); the
+// Every decision is made from measured trials only (the executor's outcomes), and
+// every verdict by session/comparison.h's Decide(); the coordinator gathers the
+// evidence (screen, accuracy, pairs, critic) and adopts what was kept. The
 // state is saved atomically after every trial and every event is appended to
 // events.jsonl, so a killed session resumes (Coordinator over a loaded state) without
 // losing anything validated. The wall-clock budget is hard: a trial is started only
@@ -26,8 +28,8 @@
 #include <vector>
 
 #include "measure/trial.h"
-#include "measure/verdict.h"
 #include "search/proposer.h"
+#include "session/comparison.h"
 #include "session/state.h"
 #include "spec/session_spec.h"
 #include "sys/clock.h"
@@ -76,8 +78,9 @@ struct PatchIdea {
   std::string id;
   std::string title;
 };
+enum class PatchStatus { kKept, kReverted, kRejected, kBuildFailed, kError };
 struct PatchResult {
-  std::string status;   // kept | reverted | rejected | build_failed | error
+  PatchStatus status = PatchStatus::kError;
   std::string reason;
   std::string binary;   // when kept: a persistent copy of the patched server binary
   std::string diffstat;
@@ -130,16 +133,17 @@ struct SessionServices {
   std::function<std::vector<Config>(const std::string& failure_kind)> enablement;
   std::function<void(const std::string& line)> progress;
   // A critic reviewing every measured verdict (optional). It can only make an
-  // outcome more conservative: a refusal turns a measured KEEP into REVERT; an
-  // approval never creates a KEEP. Errors mean "no review" (recorded).
-  std::function<Result<CriticNote>(const CandidateRecord& c)> critic;
+  // outcome more conservative: its refusal is a veto (Decide) that turns a measured
+  // KEEP into REVERT; an approval never creates a KEEP. Errors mean "no review"
+  // (recorded). `measured` is what the paired comparison said.
+  std::function<Result<CriticNote>(const CandidateRecord& c, Verdict measured)> critic;
   // Roofline analysis of a configuration's measured throughput (optional).
   std::function<Result<RooflineNote>(const Config& config, double total_tps, double output_tps)> roofline;
   int cpus = 1;
   bool gpu = false;
 };
 
-class Coordinator {
+class Coordinator final : private TrialRunner {
  public:
   Coordinator(spec::SessionSpec spec, SessionServices services, SessionState state);
   Coordinator(const Coordinator&) = delete;
@@ -154,47 +158,72 @@ class Coordinator {
   static SessionState NewState(const spec::SessionSpec& spec, const std::string& run_dir, sys::Clock& clock);
 
  private:
+  // What stands against or for a candidate so far: its comparison (once run) and the
+  // vetoes found around it. Decide(comparison, vetoes) is its verdict.
+  struct Evidence {
+    std::optional<ComparisonResult> comparison;
+    std::vector<Veto> vetoes;
+    Decision Decided() const { return Decide(comparison, vetoes); }
+  };
+
   // Phases; an error ends the phase (recorded) but never the session.
   Status Prelude();
-  // Warm replay, fused with the baseline (see Prelude).
-  CandidateRecord* ReplayCandidate();
-  Status MatchWarmRecipe();
-  Status RunReplayTrial(CandidateRecord& r);
-  Status Finish(CandidateRecord& c, Verdict verdict, const std::string& reason);
+  Status Baseline();  // the stock's A/A pairs (the warm replay rides along)
   Status Framework();
   Status Kernel();
   Status Sweep();
   Status CloseSession();
 
+  // Warm replay, fused with the baseline (see Prelude).
+  CandidateRecord* ReplayCandidate();
+  Status MatchWarmRecipe();
+  Status ReplayBesideBaseline();
+  Status JudgeReplay();
   Status Enable(const measure::TrialOutcome& failed);
-  // Measures a candidate (screen, accuracy, pairs) and sets its verdict.
-  Status Evaluate(CandidateRecord& c);
-  Status Judge(CandidateRecord& c, bool final_look);
-  // The verdict's input for paired values under this session's measurement settings.
-  measure::VerdictInput PairedInput(std::vector<double> a, std::vector<double> b, int looks) const;
-  // Looks a sequential judgment plans: min_pairs, then every pair_step up to max_pairs.
-  int PlannedLooks() const;
-  Result<measure::TrialOutcome> RunTrial(measure::TrialRole role, const Config& config, const measure::OperatingPoint& p,
-                                         const std::string& server_binary);
-  Result<measure::TrialOutcome> RunTrial(measure::TrialRole role, const Config& config, const measure::OperatingPoint& p) {
-    return RunTrial(role, config, p, state_.server_binary);
-  }
   Status TryPatches();
 
+  // Measures a candidate (screen, accuracy, pairs, critic) into `e`; never finishes it.
+  Status Assess(CandidateRecord& c, Evidence& e);
+  // Assess, then Finish with Decide's verdict.
+  Status Evaluate(CandidateRecord& c);
+  // Runs the accuracy gate for `c` and records it (detail, pass, event).
+  Status CheckAccuracy(CandidateRecord& c);
+  // A candidate's verdict is final: record and log it, adopt a KEEP as the new best,
+  // tell the proposer.
+  Status Finish(CandidateRecord& c, const Decision& d);
+
+  // The paired-verdict settings of this session (noise floor included) for `looks`.
+  measure::VerdictInput VerdictSettings(int looks, uint64_t seed = 1) const;
+  int PlannedLooks() const;
+  PairPlan StockPairs(int pairs) const;  // baseline vs aa, no verdict
+
+  // TrialRunner: a numbered, logged, saved trial of an arm.
+  Result<measure::TrialOutcome> RunTrial(const Arm& arm, const measure::OperatingPoint& p) override;
+  Result<measure::TrialOutcome> RunTrial(measure::TrialRole role, const Config& config,
+                                         const measure::OperatingPoint& p, const std::string& server_binary = "") {
+    return RunTrial(Arm{role, config, server_binary}, p);
+  }
+  // The one budget rule: before the close, a trial limit and the close's reserve;
+  // in the close, only the report's margin (and an interrupt stops it).
+  bool CanAfford(int trials) const override;
+  Status Save() override;
+  void Progress(const std::string& line) override;
+
   CandidateRecord& NewCandidate(CandidatePhase phase, const search::Candidate& idea, const Config& incumbent);
+  CandidateRecord* FindCandidate(const std::string& id);
   void Observe(const CandidateRecord& c);
   void StartPhase(Phase phase);
   void EndPhase(PhaseStatus status, const std::string& note);
-  Status Save();
   void Event(const std::string& type, std::vector<std::pair<std::string, std::string>> fields = {});
-  void Progress(const std::string& line);
+  // KEEPs of this cycle's framework and kernel phases (they earn another cycle);
+  // derived from the saved candidates, so a resumed session counts them too.
+  int KeepsThisCycle() const;
 
   double Now() const;        // session seconds
   double Left() const;       // seconds until the deadline
   double EstTrial() const;   // expected seconds per trial
   double CloseReserve() const;
-  bool CanAfford(int trials) const;
-  bool Stopping() const;     // interrupt, budget or trial limit
+  bool Stopping() const;     // interrupt or trial limit
   measure::OperatingPoint Primary() const;
   std::string NextTrialId();
 
@@ -202,7 +231,6 @@ class Coordinator {
   SessionServices services_;
   SessionState state_;
   EventLog events_;
-  int keeps_this_cycle_ = 0;
   int stock_failures_ = 0;  // failed stock trials in the prelude (one is retried)
 };
 

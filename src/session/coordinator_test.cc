@@ -312,10 +312,12 @@ class FakePatchLane final : public PatchLane {
   }
   Result<PatchResult> Try(const PatchIdea& idea, const std::function<Result<bool>(const std::string&)>& measure) override {
     tried.push_back(idea.id);
-    if (idea.id == "broken") return PatchResult{"build_failed", "compile error in server.cpp", "", "1 file", "build.failed", 3};
+    if (idea.id == "broken") {
+      return PatchResult{PatchStatus::kBuildFailed, "compile error in server.cpp", "", "1 file", "build.failed", 3};
+    }
     HONE_ASSIGN_OR_RETURN(bool keep, measure("/builds/" + idea.id + "/llama-server"));
-    return PatchResult{keep ? "kept" : "reverted", keep ? "committed" : "reset", keep ? "/kept/" + idea.id : "",
-                       "1 file changed", "", 5};
+    return PatchResult{keep ? PatchStatus::kKept : PatchStatus::kReverted, keep ? "committed" : "reset",
+                       keep ? "/kept/" + idea.id : "", "1 file changed", "", 5};
   }
   std::vector<std::string> tried;
 };
@@ -360,8 +362,8 @@ TEST_F(CoordinatorTest, CriticCanOnlyMakeVerdictsMoreConservative) {
   svc.proposer = &p;
   svc.clock = &clock_;
   std::vector<std::string> reviewed;
-  svc.critic = [&](const CandidateRecord& c) -> Result<CriticNote> {
-    reviewed.push_back(c.id + ":" + std::string(VerdictName(c.verdict)));
+  svc.critic = [&](const CandidateRecord& c, Verdict measured) -> Result<CriticNote> {
+    reviewed.push_back(c.id + ":" + std::string(VerdictName(measured)));
     // Refuses b=1 (a measured KEEP) and approves everything else, even the loss.
     return CriticNote{c.delta.Has("b") ? false : true, c.delta.Has("b") ? "gain suspicious" : "fine", "", "sig"};
   };
@@ -571,6 +573,81 @@ TEST_F(CoordinatorTest, SweepRunsOverTheGridAndSkipsWhenUnchanged) {
   int sweeps_done = 0;
   for (const auto& ph : s.phases) sweeps_done += ph.phase == Phase::kSweep && ph.status == PhaseStatus::kDone;
   EXPECT_EQ(sweeps_done, 1);  // the second cycle changed nothing: its sweep was skipped
+}
+
+// A kernel lane that dies as the kernel phase starts: the session is killed right
+// after its framework phase, with the state saved in phase "kernel".
+class DyingKernelLane final : public KernelLane {
+ public:
+  Result<std::vector<search::Candidate>> Propose(const SessionState&, std::string*) override { _exit(0); }
+};
+
+// The KEEPs that earn another cycle are counted from the saved candidates: a session
+// resumed after its framework phase still cycles (it used to close as "converged").
+TEST_F(CoordinatorTest, ASessionResumedAfterTheFrameworkPhaseStillCycles) {
+  exec_.factors = {{"a=1", 1.3}};
+  spec::SessionSpec spec = Spec();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ListProposer p({"a=1"});
+    DyingKernelLane lane;
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = &p;
+    svc.clock = &clock_;
+    svc.kernel = &lane;
+    Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+    (void)c.Run();
+    _exit(1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_OK_AND_ASSIGN(SessionState killed, LoadState(dir_->path().string()));
+  ASSERT_EQ(killed.phase, Phase::kKernel);
+  ASSERT_EQ(killed.candidates.size(), 1u);
+  ASSERT_EQ(killed.candidates[0].verdict, Verdict::kKeep);
+  ListProposer p({"a=1"});
+  SessionState s = Run(spec, &p, &killed);
+  EXPECT_EQ(s.cycle, 2);  // cycle 1 gained: cycle 2 ran (and found nothing more)
+  EXPECT_EQ(s.stop_reason, "converged: the last cycle found no gain");
+  EXPECT_EQ(s.best.ToString(), "a=1");
+}
+
+// A comparison cut short by the budget after min_pairs is judged on what it measured;
+// a KEEP reached that way still faces the critic and the accuracy gate (it used to be
+// kept without either).
+TEST_F(CoordinatorTest, AKeepCutShortByTheBudgetStillFacesTheCriticAndTheAccuracyGate) {
+  exec_.noise = 0;
+  exec_.factors = {{"a=1", 1.0}};
+  exec_.inaccurate = {"a=1"};
+  int k = 0;
+  const double gains[] = {1.246, 1.1275, 1.185, 1.185, 1.185};  // undecided at 3 pairs, a KEEP at 4
+  exec_.adjust = [&](const measure::TrialRequest& req, double v) {
+    return req.role == measure::TrialRole::kCandidate ? v * gains[std::min(k++, 4)] : v;
+  };
+  ListProposer p({"a=1"});
+  int reviews = 0;
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.critic = [&](const CandidateRecord&, Verdict) -> Result<CriticNote> {
+    ++reviews;
+    return CriticNote{true, "fine", "", "sig"};
+  };
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_trials = 14;  // warm-up, 2 A/A pairs, a screen, then room for 4 pairs
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_EQ(s.candidates.size(), 1u);
+  const CandidateRecord& a = s.candidates[0];
+  EXPECT_EQ(a.pairs, 4);
+  EXPECT_EQ(reviews, 1);
+  EXPECT_EQ(a.verdict, Verdict::kAccuracyFailed) << a.reason;
+  EXPECT_NE(a.reason.find("faster but the accuracy gate failed"), std::string::npos) << a.reason;
+  EXPECT_EQ(s.best, s.stock);
 }
 
 // Resume after kill -9 at random points: the coordinator runs in a child process

@@ -61,7 +61,7 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
   a.subject = proposal.id;
   auto facts = patch::Summarize(proposal.diff, options_.target, &gate_->rules());
   if (!facts) {
-    out.status = "rejected";
+    out.status = PatchStatus::kRejected;
     out.reason = facts.error().message;
     out.stopped_by = "diff.parse";
     return out;
@@ -94,14 +94,15 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
                  std::to_string(rec.lines_removed);
   switch (rec.verdict) {
     case patch::PatchVerdict::kKept:
-      out.status = "kept";
+      out.status = PatchStatus::kKept;
       out.binary = kept_binary;
       break;
     case patch::PatchVerdict::kReverted:
-      out.status = rec.stopped_by.starts_with("build") ? "build_failed" : "reverted";
+      out.status = rec.stopped_by.starts_with("build") ? PatchStatus::kBuildFailed : PatchStatus::kReverted;
       break;
-    default:
-      out.status = "rejected";
+    case patch::PatchVerdict::kRejected:
+      out.status = PatchStatus::kRejected;
+      break;
   }
   return out;
 }
