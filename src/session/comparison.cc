@@ -52,7 +52,8 @@ Result<ComparisonResult> RunComparison(TrialRunner& runner, const PairPlan& plan
   const int step = std::max(1, plan.pair_step);
   // A resumed comparison continues at its next planned look.
   int target = min_pairs;
-  if (log.pairs() > min_pairs) target = std::min(max_pairs, min_pairs + (log.pairs() - min_pairs + step - 1) / step * step);
+  if (log.pairs() > min_pairs)
+    target = std::min(max_pairs, min_pairs + (log.pairs() - min_pairs + step - 1) / step * step);
   ComparisonResult r;
   auto end = [&](ComparisonEnd e, std::optional<measure::TrialOutcome> failed = std::nullopt) {
     r.end = e;
@@ -116,9 +117,7 @@ namespace {
 // What the comparison measured, before any veto.
 Decision Measured(const ComparisonResult& c) {
   switch (c.end) {
-    case ComparisonEnd::kComplete:
-      HONE_CHECK(c.judged.has_value());
-      return {c.judged->verdict, c.judged->reason};
+    case ComparisonEnd::kComplete: HONE_CHECK(c.judged.has_value()); return {c.judged->verdict, c.judged->reason};
     case ComparisonEnd::kBudget:
       if (c.judged) return {c.judged->verdict, c.judged->reason + " (budget: no more pairs)"};
       return {Verdict::kSkippedBudget, "not enough budget left for paired trials"};
@@ -126,9 +125,8 @@ Decision Measured(const ComparisonResult& c) {
       // The incumbent failed: the pair says nothing about the candidate.
       HONE_CHECK(c.failed.has_value());
       const measure::TrialOutcome& a = *c.failed;
-      return {Verdict::kInvalid,
-              "the incumbent's trial " + a.id + " failed (" + (a.launched ? std::string("invalid run") : a.failure_kind) +
-                  ")"};
+      return {Verdict::kInvalid, "the incumbent's trial " + a.id + " failed (" +
+                                     (a.launched ? std::string("invalid run") : a.failure_kind) + ")"};
     }
     case ComparisonEnd::kFailedB:
     case ComparisonEnd::kSloViolated: {
@@ -153,10 +151,12 @@ Decision Decide(const std::optional<ComparisonResult>& comparison, const std::ve
       case VetoKind::kInvalidRun: return {Verdict::kInvalid, v.reason};
       case VetoKind::kSloViolated: return {Verdict::kRevert, "SLO violated: " + v.reason};
       case VetoKind::kAccuracy:
-        return {Verdict::kAccuracyFailed, (keep ? "faster but the accuracy gate failed: " : "accuracy gate: ") + v.reason};
+        return {Verdict::kAccuracyFailed,
+                (keep ? "faster but the accuracy gate failed: " : "accuracy gate: ") + v.reason};
       case VetoKind::kCritic:
         // A refusal can only turn a KEEP down; an approval never creates one.
-        if (keep) return {Verdict::kRevert, "measured KEEP (" + measured->reason + ") but the critic refused: " + v.reason};
+        if (keep)
+          return {Verdict::kRevert, "measured KEEP (" + measured->reason + ") but the critic refused: " + v.reason};
         break;
       case VetoKind::kNotCommitted:
         if (keep) return {Verdict::kRevert, "patch not committed: " + v.reason};

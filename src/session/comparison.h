@@ -94,7 +94,7 @@ struct PairPlan {
   // Optional hooks.
   std::function<Status()> between;  // after each A, before its B (the warm replay rides here)
   std::function<void(const measure::TrialOutcome&, bool b_arm)> on_trial;  // each trial added to the log
-  std::function<bool(const measure::TrialOutcome&)> retry;  // a failed trial: true = run that arm again
+  std::function<bool(const measure::TrialOutcome&)> retry;                 // a failed trial: true = run that arm again
 };
 
 // Looks a sequential comparison plans: min_pairs, then every pair_step up to max_pairs.

@@ -85,8 +85,8 @@ TEST_F(ComparisonTest, InterleavesAndDecidesAtTheFirstLook) {
   ASSERT_TRUE(r.judged);
   EXPECT_EQ(r.judged->verdict, Verdict::kKeep);
   EXPECT_NEAR(r.judged->gain, 0.2, 0.02);
-  EXPECT_EQ(Roles(), (std::vector<std::string>{"incumbent", "candidate", "incumbent", "candidate", "incumbent",
-                                                "candidate"}));
+  EXPECT_EQ(Roles(),
+            (std::vector<std::string>{"incumbent", "candidate", "incumbent", "candidate", "incumbent", "candidate"}));
   EXPECT_EQ(log.Interleaved(), (std::vector<std::string>{"t0001", "t0002", "t0003", "t0004", "t0005", "t0006"}));
   EXPECT_EQ(runner.saves, 6);  // after every trial that joined the log
   EXPECT_EQ(Decide(r, {}).verdict, Verdict::kKeep);
