@@ -124,7 +124,7 @@ std::string RenderMarkdown(const ReportInput& in) {
       line("**Validated gain: " + Pct(s.validated_gain) + "** (ratio " + F("%.3f", 1 + s.validated_gain) + ", " +
            F("%.0f", spec.measurement.confidence * 100) + "% interval [" + F("%.3f", s.validated_lo) + ", " +
            F("%.3f", s.validated_hi) + "], verdict " + V(s.validation_verdict) + ", " +
-           std::to_string(spec.measurement.min_pairs) + " interleaved pairs).");
+           std::to_string(s.validation_trials.size() / 2) + " interleaved pairs).");  // what ran
     } else if (!s.BestIsStock()) {
       line("");
       line("**The best configuration was not re-validated at close** (" + V(s.validation_verdict) +

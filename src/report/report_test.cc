@@ -68,6 +68,16 @@ TEST_F(ReportTest, MarkdownCarriesTheOutcomeStagesAndEvidence) {
   EXPECT_NE(md.find("## Sweep"), std::string::npos);
 }
 
+// The validated gain names the pairs that ran: the close validation is sequential and
+// may run more than min_pairs (it used to print min_pairs whatever ran).
+TEST_F(ReportTest, TheValidatedGainCountsThePairsThatRan) {
+  ASSERT_TRUE(state_.validated);
+  state_.validation_trials.clear();
+  for (int i = 0; i < 12; ++i) state_.validation_trials.push_back("t9" + std::to_string(100 + i));
+  std::string md = RenderMarkdown(in_);
+  EXPECT_NE(md.find(", 6 interleaved pairs)."), std::string::npos) << md.substr(0, 1500);
+}
+
 TEST_F(ReportTest, HtmlIsSelfContainedWithPlots) {
   std::string html = RenderHtml(in_);
   EXPECT_NE(html.find("<svg"), std::string::npos);
