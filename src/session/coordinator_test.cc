@@ -615,6 +615,55 @@ TEST_F(CoordinatorTest, ASessionResumedAfterTheFrameworkPhaseStillCycles) {
   EXPECT_EQ(s.best.ToString(), "a=1");
 }
 
+// The enablement ladder's rungs that change numerics (a KV cache type) are
+// accuracy-checked before one becomes the stock; they used to become it unchecked.
+TEST_F(CoordinatorTest, AnEnablementRungThatChangesNumericsIsAccuracyChecked) {
+  exec_.crashes = {{"kv=f16", "out_of_memory"}};
+  exec_.inaccurate = {"kv=q4"};
+  ListProposer p({});
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.risky = [](const Config& d) { return d.Has("kv"); };
+  svc.enablement = [](const std::string&) {
+    return std::vector<Config>{Config{{"kv", "q4"}}, Config{{"kv", "q8"}, {"ctx", "small"}}};
+  };
+  spec::SessionSpec spec = Spec();
+  spec.target.base_config = Config{{"kv", "f16"}, {"ctx", "big"}};
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_GE(s.candidates.size(), 2u);
+  EXPECT_EQ(s.candidates[0].delta.ToString(), "kv=q4");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kAccuracyFailed);  // launches, but changes the outputs
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kKeep);
+  EXPECT_TRUE(s.candidates[1].accuracy_passed);
+  EXPECT_FALSE(s.candidates[1].accuracy.empty());
+  EXPECT_EQ(s.stock.ToString(), "ctx=small kv=q8");
+  // The reference it was checked against: the stock with the rung's knobs that keep
+  // the numerics (the closest configuration that does not change them).
+  ASSERT_FALSE(exec_.references.empty());
+  EXPECT_EQ(exec_.references.front().ToString(), "ctx=big kv=f16");
+
+  // When that reference cannot start either, the rung is taken unchecked and says so
+  // (the report lists it as kept without an accuracy check).
+  auto d = sys::TempDir::Create("hone-coord");
+  ASSERT_TRUE(d);
+  dir_ = std::move(*d);
+  exec_.run_dir = dir_->path().string();
+  exec_.reference_launches = false;
+  ListProposer q({});
+  svc.proposer = &q;
+  Coordinator again(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  ASSERT_OK_AND_ASSIGN(SessionState t, again.Run());
+  ASSERT_GE(t.candidates.size(), 1u);
+  EXPECT_EQ(t.candidates[0].verdict, Verdict::kKeep);
+  EXPECT_FALSE(t.candidates[0].accuracy_passed);
+  EXPECT_EQ(t.candidates[0].accuracy.rfind("not checked: the reference ctx=big kv=f16 did not start", 0), 0u)
+      << t.candidates[0].accuracy;
+  EXPECT_EQ(t.stock.ToString(), "ctx=big kv=q4");
+}
+
 // A comparison cut short by the budget after min_pairs is judged on what it measured;
 // a KEEP reached that way still faces the critic and the accuracy gate (it used to be
 // kept without either).

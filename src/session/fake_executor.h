@@ -96,7 +96,12 @@ class FakeExecutor final : public measure::TrialExecutor {
     HONE_TRY(measure::WriteTrialOutcome(o));
     return o;
   }
-  Status PrepareAccuracy(const Config&) override { return Ok(); }
+  Status PrepareAccuracy(const Config& reference) override {
+    references.push_back(reference);
+    return reference_launches ? Ok() : Unavailable("fake: the reference does not start");
+  }
+  std::vector<Config> references;  // every accuracy reference prepared
+  bool reference_launches = true;
   std::map<std::string, double> binary_factors;  // server_binary -> multiplier (patches)
   Result<measure::AccuracyOutcome> CheckAccuracy(const Config& config, const std::string&,
                                                  const std::string& = "") override {

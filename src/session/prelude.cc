@@ -26,6 +26,36 @@ Status Coordinator::Enable(const measure::TrialOutcome& failed) {
     CandidateRecord& c = ledger_.NewCandidate(CandidatePhase::kEnablement, idea, state_.stock);
     c.candidate_trials.push_back(o.id);
     c.finished_s = ledger_.Now();
+    if (o.launched && o.valid && spec_.accuracy.enabled && services_.risky && services_.risky(rung)) {
+      // A rung that changes numerics (a KV cache type) is accuracy-checked before it
+      // becomes the stock, against the stock with only the rung's knobs that keep the
+      // numerics: the closest configuration that does not change them. That reference
+      // stays the session's (the executor keeps the first one it prepares).
+      Config reference = state_.stock;
+      for (const auto& [knob, value] : rung.values()) {
+        if (!services_.risky(Config{{knob, value}})) reference.Set(knob, value);
+      }
+      Status prepared = services_.executor->PrepareAccuracy(reference);
+      if (prepared) {
+        HONE_TRY(CheckAccuracy(c));
+      } else if (prepared.error().code == ErrorCode::kCancelled) {
+        return prepared;
+      } else {
+        // Nothing to compare with: the rung is taken (or nothing runs), flagged in the report.
+        c.accuracy = "not checked: the reference " + reference.ToString() + " did not start (" +
+                     prepared.error().message + ")";
+        c.accuracy_passed = false;
+      }
+      if (prepared && !c.accuracy_passed) {
+        Decision d = Decide(std::nullopt, {{VetoKind::kAccuracy, c.accuracy}});
+        c.verdict = d.verdict;
+        c.reason = d.reason;
+        ledger_.Event("verdict",
+                      {{"candidate", c.id}, {"verdict", std::string(VerdictName(c.verdict))}, {"reason", c.reason}});
+        HONE_TRY(ledger_.Save());
+        continue;
+      }
+    }
     if (o.launched && o.valid) {
       c.verdict = Verdict::kKeep;
       c.reason = "launches (" + failed.failure_kind + " fixed by " + rung.ToString() + ")";
