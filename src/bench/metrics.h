@@ -63,6 +63,7 @@ struct BenchResult {
   std::vector<std::string> invalid_reasons;
   // Accounting
   int total = 0, successful = 0, warmup = 0, failed = 0, osl_mismatches = 0;
+  int cut = 0;  // cut at a measurement window's end: neither successful nor failed
   std::map<std::string, int> error_categories;
   std::string count_source;  // usage | chunks | mixed
   // Window and throughput
