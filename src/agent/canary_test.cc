@@ -15,10 +15,10 @@
 #include "agent/robustness.h"
 #include "agent/runtime.h"
 #include "agent/specialist.h"
-#include "agent/test_endpoint.h"
-#include "patch/test_fixture.h"
+#include "testing/agent_endpoint.h"
+#include "testing/patch_fixture.h"
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "testing/fake_clock.h"
 
 namespace hone::agent {

@@ -10,9 +10,9 @@
 #include "agent/critic.h"
 #include "session/comparison.h"
 #include "agent/http_backends.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "testing/fake_clock.h"
 
 namespace hone::agent {

@@ -7,7 +7,7 @@
 #include "agent/http_backends.h"
 #include "agent/orchestrator.h"
 #include "agent/robustness.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "policy/gate.h"
 #include "testing/fake_clock.h"
 

@@ -10,10 +10,10 @@
 #include "agent/cli_backend.h"
 #include "agent/critic.h"
 #include "agent/http_backends.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "core/strings.h"
 #include "patch/executor.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "testing/fake_clock.h"
 
 namespace hone::agent {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"

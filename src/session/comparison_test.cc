@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"

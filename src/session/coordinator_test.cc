@@ -8,7 +8,7 @@
 #include <set>
 
 #include "measure/verdict.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"

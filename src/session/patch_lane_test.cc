@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "testing/fake_clock.h"
