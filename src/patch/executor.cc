@@ -130,7 +130,7 @@ Result<std::unique_ptr<PatchExecutor>> PatchExecutor::Create(ExecutorOptions opt
 
 Result<PatchRecord> PatchExecutor::Run(const Proposal& proposal, const policy::PolicyDecision& apply_decision,
                                        const MeasureFn& measure) {
-  sys::Clock& clock = sys::DefaultClock();
+  sys::Clock& clock = options_.clock != nullptr ? *options_.clock : sys::DefaultClock();
   const double start = clock.MonoSeconds();
   const policy::Rules& rules = gate_.rules();
   PatchRecord rec;
@@ -287,7 +287,8 @@ Result<PatchRecord> PatchExecutor::Run(const Proposal& proposal, const policy::P
       limit_s = std::min(limit_s, static_cast<double>(options_.build_timeout.count()));
     BuildPaths paths{wt->path(), build_dir_, slot_, options_.work_root / "logs" / (proposal.id + ".build.log"),
                      options_.jobs};
-    BuildResult b = RunBuild(options_.recipe, paths, std::chrono::milliseconds(static_cast<int64_t>(limit_s * 1000)));
+    BuildResult b = RunBuild(options_.recipe, paths, std::chrono::milliseconds(static_cast<int64_t>(limit_s * 1000)),
+                             options_.runner != nullptr ? *options_.runner : sys::DefaultProcessRunner(), clock);
     rec.build_seconds = b.seconds;
     built.build_seconds = b.seconds;
     if (!b.ok) {

@@ -81,6 +81,9 @@ struct ExecutorOptions {
   std::string branch_prefix = "hone";      // branches <prefix>/accepted and <prefix>/p/<id>
   std::string merge_role = "coordinator";  // the role merges are requested as
   std::string actor = "patch-executor";
+  // Times the run and its build; runs the build steps. The real ones when null.
+  sys::Clock* clock = nullptr;
+  sys::ProcessRunner* runner = nullptr;
 };
 
 class PatchExecutor {

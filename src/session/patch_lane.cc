@@ -23,6 +23,8 @@ Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOp
   eo.recipe = lane->options_.recipe;
   eo.jobs = lane->options_.jobs;
   eo.actor = "coordinator";
+  eo.clock = lane->options_.clock;
+  eo.runner = lane->options_.runner;
   HONE_ASSIGN_OR_RETURN(lane->executor_, patch::PatchExecutor::Create(eo, *lane->gate_));
   return lane;
 }
