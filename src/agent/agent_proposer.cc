@@ -77,7 +77,7 @@ std::string CatalogBriefing(const target::KnobCatalog& catalog, bool gpu, bool f
     out << "- " << k.name << ": " << values;
     if (full) {
       out << " (default " << (k.default_value.empty() ? "unset" : k.default_value) << "; " << k.category
-          << "; accuracy risk " << k.accuracy_risk << ")";
+          << "; accuracy risk " << target::AccuracyRiskName(k.accuracy_risk) << ")";
       if (!k.search_values.empty()) out << " suggested: " << Join(k.search_values, "|");
       if (!k.why.empty()) out << " — " << k.why;
     }

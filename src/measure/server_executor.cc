@@ -181,7 +181,7 @@ bool ServerTrialExecutor::NeedsKld(const Config& config) const {
   if (!s_.spec.accuracy.kld || s_.perplexity_binary.empty() || s_.adapter->name() != "llama.cpp") return false;
   for (const auto& [k, v] : config.values()) {
     const target::Knob* knob = s_.adapter->catalog().Find(k);
-    if (knob && (knob->accuracy_risk == "medium" || knob->accuracy_risk == "high") && v != knob->default_value) {
+    if (knob && target::ChangesNumerics(knob->accuracy_risk) && v != knob->default_value) {
       return true;
     }
   }
