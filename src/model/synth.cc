@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -24,6 +25,50 @@ uint64_t NameSeed(uint64_t seed, const std::string& name) {
   uint64_t h = 1469598103934665603ULL;
   for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
   return MixSeed(seed, h);
+}
+
+// The bytes a GPT-2 byte-level BPE token stands for: its text maps each byte to a
+// printable code point (bytes 33-126, 161-172 and 174-255 to themselves, the rest to
+// 256 + n in byte order).
+std::string Gpt2Bytes(const std::string& text) {
+  static const auto kDecode = [] {
+    std::array<int, 512> table;
+    table.fill(-1);
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      table[static_cast<size_t>(printable ? b : 256 + n++)] = b;
+    }
+    return table;
+  }();
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    uint32_t cp = 0;
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k < len && i + k < text.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3f);
+    i += len;
+    if (cp < kDecode.size() && kDecode[cp] >= 0) {
+      out += static_cast<char>(kDecode[cp]);
+    } else {
+      return text;  // not a byte-level token (an added token): its text is what it says
+    }
+  }
+  return out;
+}
+
+bool ValidUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
 }
 
 uint16_t FloatToBf16(float f) {
@@ -200,8 +245,16 @@ Result<SynthResult> SynthesizeModel(const SynthOptions& options) {
     has_template = has_template || key == "tokenizer.chat_template";
     if (key == "tokenizer.ggml.token_type" && !options.keep_byte_tokens) {
       GgufValue retyped = value;
-      for (auto& t : retyped.arr) {
-        if (t.AsInt() == 6) t.i = 1, t.u = 1;  // BYTE -> NORMAL
+      const bool byte_level_bpe = vocab->Str("tokenizer.ggml.model").value_or("") == "gpt2";
+      for (size_t id = 0; id < retyped.arr.size(); ++id) {
+        GgufValue& t = retyped.arr[id];
+        if (t.AsInt() == 6) t.i = 1, t.u = 1;  // SentencePiece BYTE -> NORMAL ("<0x80>" as text)
+        // A byte-level BPE token that is not whole UTF-8 on its own (a fragment of a
+        // multi-byte character): random weights string such fragments into invalid
+        // UTF-8. USER_DEFINED tokens are rendered as their stored (valid) text instead.
+        if (byte_level_bpe && t.AsInt() == 1 && id < tokens->arr.size() && !ValidUtf8(Gpt2Bytes(tokens->arr[id].s))) {
+          t.i = 4, t.u = 4;
+        }
       }
       w.AddKv(key, std::move(retyped));
       continue;

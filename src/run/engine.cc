@@ -54,11 +54,12 @@ Result<Engine> BuildEngine(const spec::SessionSpec& spec, const RunContext& ctx,
 std::string LaunchCommand(const Engine& engine, const spec::SessionSpec& spec, const Config& config,
                           const std::string& binary) {
   auto model = engine.models->Resolve(config);
+  auto served = engine.models->LaunchConfig(config);  // as the executor launches it (a draft model's file)
   target::LaunchContext lc{.server_binary = binary.empty() ? engine.provisioned.server : binary,
                            .model_path = model ? *model : engine.model_path,
                            .port = 8080,
                            .extra_args = spec.target.server_args};
-  auto launch = engine.adapter->BuildLaunch(config, lc);
+  auto launch = engine.adapter->BuildLaunch(served ? *served : config, lc);
   return launch ? launch->ShellCommand() : "(cannot render: " + launch.error().message + ")";
 }
 
