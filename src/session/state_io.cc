@@ -156,7 +156,7 @@ CandidateRecord CandidateFrom(const json& j) {
   c.delta = ConfigFrom(j["delta"]);
   c.config = ConfigFrom(j["config"]);
   c.incumbent = ConfigFrom(j["incumbent"]);
-  c.verdict = VerdictFrom(j.value("verdict", "PENDING"));
+  c.verdict = j.contains("verdict") ? VerdictFrom(j.at("verdict").get<std::string>()) : Verdict::kPending;
   c.reason = j.value("reason", "");
   c.gain = j.value("gain", 0.0);
   c.ci_lo = j.value("ci_lo", 0.0);
