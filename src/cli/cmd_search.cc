@@ -25,12 +25,10 @@
 #include "sys/files.h"
 #include "sys/signals.h"
 #include "target/catalog.h"
-#ifdef HONE_HAVE_SESSION
 #include "bench/metrics.h"
-#include "cli/session_glue.h"
+#include "run/session.h"
 #include "sys/clock.h"
 #include "sys/machine.h"
-#endif
 
 namespace hone::cli {
 
@@ -67,7 +65,6 @@ struct SearchOpts {
   uint64_t seed = 1;
 };
 
-#ifdef HONE_HAVE_SESSION
 Result<std::pair<std::vector<search::SurfaceAxis>, Config>> ParseAxes(const SearchOpts& o) {
   std::vector<search::SurfaceAxis> axes;
   Config stock;
@@ -191,10 +188,11 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
                             ? (fs::path(o.out).parent_path() / (fs::path(o.out).stem().string() + "-trials")).string()
                             : o.run_dir;
   if (auto s = sys::EnsureDir(run_dir); !s) return ReportError(s.error());
-  auto wiring = WireSession(*spec, run_dir, ctx);
+  run::RunContext rc{ctx.data_dir, ctx.cache_dir, ctx.clock, ctx.runner, nullptr};
+  auto wiring = run::WireSession(*spec, run_dir, rc);
   if (!wiring) return ReportError(wiring.error());
-  SessionWiring& w = **wiring;
-  sys::Clock& clock = sys::DefaultClock();
+  run::SessionWiring& w = **wiring;
+  sys::Clock& clock = *ctx.clock;
 
   search::ResponseSurface surface = search::ResponseSurface::Grid(parsed->first, parsed->second);
   if (sys::FileExists(o.out)) {
@@ -209,12 +207,12 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
                 surface.points().size());
   }
   for (const auto& p : surface.points()) {
-    if (auto v = w.adapter->catalog().Validate(p.config); !v) return ReportError(v.error());
+    if (auto v = w.engine.adapter->catalog().Validate(p.config); !v) return ReportError(v.error());
   }
   auto& info = surface.info();
   info["framework"] = spec->target.adapter;
-  info["framework_version"] = w.engine.version;
-  info["model"] = w.model_name;
+  info["framework_version"] = w.engine.provisioned.version;
+  info["model"] = w.engine.model_name;
   info["hardware"] = w.machine.Slug();
   info["cpus"] = std::to_string(w.machine.cpus);
   info["gpus"] = std::to_string(spec->target.num_gpus);
@@ -273,7 +271,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     char id_buf[16];
     std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
     req.id = id_buf;
-    req.role = "surface";
+    req.role = measure::TrialRole::kSurface;
     req.config = p.config;
     req.point = point;
     auto [quiet, load] = o.quiet >= 0 ? WaitForQuiet(clock, o.quiet, o.quiet_wait_s)
@@ -339,7 +337,6 @@ int RunMerge(const SearchOpts& o) {
               merged->accuracy_checked(), merged->RelativeNoise() * 100, o.out.c_str());
   return 0;
 }
-#endif
 
 int RunCompare(const SearchOpts& o, const Context& ctx) {
   auto heuristics = search::Heuristics::Load(ctx.data_dir + "/data/search/heuristics.yaml");
@@ -401,7 +398,6 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   auto* cmd = app.add_subcommand("search", "Search strategies: record a response surface, compare strategies on it");
   cmd->require_subcommand(1);
   auto o = std::make_shared<SearchOpts>();
-#ifdef HONE_HAVE_SESSION
   auto* record = cmd->add_subcommand("record", "Measure a response surface with real trials (one per point and repeat)");
   record->add_option("--spec", o->spec, "Session spec: target, workload, objective")->required();
   record->add_option("--axis", o->axes, "knob=v1,v2,... (repeat for each axis)")->required();
@@ -417,7 +413,6 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   record->add_option("--run-dir", o->run_dir, "Trial directories (default: next to --out)");
   record->add_option("--out", o->out, "Surface file (JSON); continued when it exists")->required();
   record->add_option("--seed", o->seed, "Order of the trials");
-#endif
   auto* merge = cmd->add_subcommand("merge", "Join recordings of the same grid (shards, or several runs)");
   merge->add_option("inputs", o->inputs, "Surface files")->required();
   merge->add_option("--out", o->out, "Merged surface file")->required();
@@ -436,9 +431,7 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   compare->add_option("--out", o->out, "Also write everything printed here");
   compare->add_option("--out-dir", o->out_dir, "Also write compare-<surface>.txt per surface (and a summary) here");
   return [=, &ctx]() -> int {
-#ifdef HONE_HAVE_SESSION
     if (record->parsed()) return RunRecord(*o, ctx);
-#endif
     if (compare->parsed()) return RunCompare(*o, ctx);
     if (merge->parsed()) return RunMerge(*o);
     return 2;

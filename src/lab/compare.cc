@@ -73,7 +73,7 @@ Run Simulate(search::Proposer& proposer, const Setup& s, uint64_t noise_seed, in
     if (keep_log) {
       char buf[320];
       std::snprintf(buf, sizeof buf, "%3zu %-46s %-15s %+6.1f%%  %2d runs  incumbent at %5.1f%% of best",
-                    run.quality.size() - 1, cand->delta.ToString().c_str(), step.obs.verdict.c_str(),
+                    run.quality.size() - 1, cand->delta.ToString().c_str(), std::string(VerdictName(step.obs.verdict)).c_str(),
                     step.obs.gain * 100, step.trials, run.quality.back() * 100);
       run.log.push_back(buf);
     }

@@ -92,7 +92,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
   Config full = incumbent_->config.Merged(candidate.delta);
   step.obs.candidate = candidate;
   step.obs.config = full;
-  auto done = [&](const std::string& verdict, double gain) {
+  auto done = [&](Verdict verdict, double gain) {
     step.obs.verdict = verdict;
     step.obs.gain = gain;
     step.trials = trials_ - start_trials;
@@ -102,7 +102,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
   };
   const search::SurfacePoint* p = surface_.Find(full);
   tried_.insert(full.Hash());
-  if (!p || !catalog_.Validate(full)) return done("INVALID", 0);
+  if (!p || !catalog_.Validate(full)) return done(Verdict::kInvalid, 0);
   ++candidates_;
   const bool launches = !p->failed() && !p->samples.empty();
   if (m.screen) {
@@ -111,17 +111,17 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
       elapsed_s_ += p->seconds.empty() ? facts_.trial_s[Index(*p)] : p->seconds.back();
       ++trials_;
       step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
-      return done("LAUNCH_FAILED", 0);
+      return done(Verdict::kLaunchFailed, 0);
     }
     double better = Better(Measure(*p), Mean(best_values_), maximize);
-    if (better < -m.screen_drop) return done("SCREENED_OUT", better);
+    if (better < -m.screen_drop) return done(Verdict::kScreenedOut, better);
   }
   bool accuracy_checked = false;
   const bool gate = options_.accuracy && facts_.accuracy;  // a surface without outcomes: no gate
   if (gate && Risky(candidate.delta) && launches) {
     elapsed_s_ += facts_.accuracy_s[Index(*p)];
     accuracy_checked = true;
-    if (!p->accuracy_ok()) return done("ACCURACY_FAILED", 0);
+    if (!p->accuracy_ok()) return done(Verdict::kAccuracyFailed, 0);
   }
   // Paired, interleaved trials; sequential looks.
   std::vector<double> a, b;
@@ -135,7 +135,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
         elapsed_s_ += facts_.trial_s[Index(*p)];
         ++trials_;
         step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
-        return done("LAUNCH_FAILED", 0);
+        return done(Verdict::kLaunchFailed, 0);
       }
       b.push_back(Measure(*p));
     }
@@ -143,15 +143,15 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
     in.looks = looks;
     in.seed = static_cast<uint64_t>(candidates_);
     r = measure::Judge(in);
-    if (r.verdict != measure::Verdict::kInconclusive || target >= m.max_pairs) break;
+    if (r.verdict != Verdict::kInconclusive || target >= m.max_pairs) break;
     target = std::min(m.max_pairs, target + m.pair_step);
   }
-  std::string verdict(measure::VerdictName(r.verdict));
-  if (verdict == "KEEP" && gate && !accuracy_checked) {
+  const Verdict verdict = r.verdict;
+  if (verdict == Verdict::kKeep && gate && !accuracy_checked) {
     elapsed_s_ += facts_.accuracy_s[Index(*p)];
-    if (!p->accuracy_ok()) return done("ACCURACY_FAILED", r.gain);
+    if (!p->accuracy_ok()) return done(Verdict::kAccuracyFailed, r.gain);
   }
-  if (verdict == "KEEP") {
+  if (verdict == Verdict::kKeep) {
     incumbent_ = p;
     best_values_ = b;
   }

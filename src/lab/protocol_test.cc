@@ -68,7 +68,7 @@ TEST_F(ProtocolTest, EachVerdictCostsWhatTheCoordinatorWouldSpend) {
 
   // No gain (a=16 measures as a=4): the screen passes it, the pairs revert it.
   Step revert = session.Evaluate(Cand({{"a", "16"}}));
-  EXPECT_EQ(revert.obs.verdict, "REVERT");
+  EXPECT_EQ(revert.obs.verdict, Verdict::kRevert);
   EXPECT_EQ(revert.trials, 7);
   EXPECT_DOUBLE_EQ(revert.seconds, 14.0);
   EXPECT_TRUE(revert.counted);
@@ -77,27 +77,27 @@ TEST_F(ProtocolTest, EachVerdictCostsWhatTheCoordinatorWouldSpend) {
 
   // A clear win: screen + 3 pairs, KEEP, the incumbent moves.
   Step keep = session.Evaluate(Cand({{"a", "8"}}));
-  EXPECT_EQ(keep.obs.verdict, "KEEP");
+  EXPECT_EQ(keep.obs.verdict, Verdict::kKeep);
   EXPECT_NEAR(keep.obs.gain, 1.0 / 0.85 - 1, 1e-9);
   EXPECT_EQ(keep.trials, 7);
   EXPECT_EQ(session.incumbent().GetOr("a", ""), "8");
 
   // A clear loss (-45% < -10%): the screening trial drops it.
   Step screened = session.Evaluate(Cand({{"a", "1"}}));
-  EXPECT_EQ(screened.obs.verdict, "SCREENED_OUT");
+  EXPECT_EQ(screened.obs.verdict, Verdict::kScreenedOut);
   EXPECT_NEAR(screened.obs.gain, 0.55 - 1, 1e-9);
   EXPECT_EQ(screened.trials, 1);
 
   // A launch failure costs its recorded time.
   Step failed = session.Evaluate(Cand({{"a", "2"}}));
-  EXPECT_EQ(failed.obs.verdict, "LAUNCH_FAILED");
+  EXPECT_EQ(failed.obs.verdict, Verdict::kLaunchFailed);
   EXPECT_EQ(failed.obs.failure_kind, "out_of_memory");
   EXPECT_EQ(failed.trials, 1);
   EXPECT_DOUBLE_EQ(failed.seconds, 0.5);
 
   // Off the surface: not measurable, costs nothing.
   Step invalid = session.Evaluate(Cand({{"a", "3"}}));
-  EXPECT_EQ(invalid.obs.verdict, "INVALID");
+  EXPECT_EQ(invalid.obs.verdict, Verdict::kInvalid);
   EXPECT_FALSE(invalid.counted);
   EXPECT_EQ(invalid.trials, 0);
   EXPECT_EQ(session.incumbent().GetOr("a", ""), "8");
@@ -122,21 +122,21 @@ TEST_F(ProtocolTest, TheAccuracyGateIsPartOfTheSurface) {
 
   // A risky change is checked before any pair: one screening trial and the check.
   Step z = session.Evaluate(Cand({{"b", "z"}}));
-  EXPECT_EQ(z.obs.verdict, "ACCURACY_FAILED");
+  EXPECT_EQ(z.obs.verdict, Verdict::kAccuracyFailed);
   EXPECT_EQ(z.trials, 1);
   EXPECT_DOUBLE_EQ(z.seconds, 2.0 + 10);
   EXPECT_EQ(session.incumbent(), s.stock());
 
   // Anything else is checked after a KEEP: the pairs were run, the gate still refuses.
   Step off = session.Evaluate(Cand({{"c", "off"}}));
-  EXPECT_EQ(off.obs.verdict, "ACCURACY_FAILED");
+  EXPECT_EQ(off.obs.verdict, Verdict::kAccuracyFailed);
   EXPECT_EQ(off.trials, 7);
   EXPECT_DOUBLE_EQ(off.seconds, 7 * 2.0 + 10);
   EXPECT_EQ(session.incumbent(), s.stock());
 
   // A risky change that passes: checked once, then kept.
   Step y = session.Evaluate(Cand({{"b", "y"}}));
-  EXPECT_EQ(y.obs.verdict, "KEEP");
+  EXPECT_EQ(y.obs.verdict, Verdict::kKeep);
   EXPECT_DOUBLE_EQ(y.seconds, 7 * 2.0 + 10);
 
   // Without the gate (an option), the failing point is kept.
@@ -144,7 +144,7 @@ TEST_F(ProtocolTest, TheAccuracyGateIsPartOfTheSurface) {
   no_gate.accuracy = false;
   SurfaceSession free(s, f, demo_.catalog, no_gate, 1);
   free.Prelude();
-  EXPECT_EQ(free.Evaluate(Cand({{"b", "z"}})).obs.verdict, "KEEP");
+  EXPECT_EQ(free.Evaluate(Cand({{"b", "z"}})).obs.verdict, Verdict::kKeep);
 }
 
 TEST_F(ProtocolTest, NoiseMakesSmallGainsInconclusiveAndCostsMorePairs) {
@@ -157,7 +157,7 @@ TEST_F(ProtocolTest, NoiseMakesSmallGainsInconclusiveAndCostsMorePairs) {
     SurfaceSession session(s, f, demo_.catalog, o, seed);
     session.Prelude();
     Step step = session.Evaluate(Cand({{"c", "off"}}));  // +5%, below the noise floor
-    keeps += step.obs.verdict == "KEEP" ? 1 : 0;
+    keeps += step.obs.verdict == Verdict::kKeep ? 1 : 0;
     runs += step.trials;
     max_trials = std::max(max_trials, step.trials);
     EXPECT_LE(step.trials, 1 + 2 * 9);

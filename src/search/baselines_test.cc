@@ -98,7 +98,7 @@ TEST_F(BaselinesTest, RandomSearchNeverRepeatsAndGridCoversItsCoarseAxes) {
     Config full = ctx.best.Merged(c->delta);
     EXPECT_TRUE(seen.insert(full.ToString()).second) << full.ToString();
     ctx.tried.insert(full.Hash());
-    random.Observe({*c, full, "REVERT", -0.1, ""});
+    random.Observe({*c, full, Verdict::kRevert, -0.1, ""});
   }
   EXPECT_EQ(seen.size(), 29u);  // every other point, then nothing
   auto axes = GridProposer::CoarseAxes({{"1", "2", "4", "8", "16"}, {"x", "y", "z"}, {"on", "off"}}, {"4", "x", "on"}, 12);
@@ -198,7 +198,7 @@ TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
       (i < 6 ? z_random : z_model) += z ? 1 : 0;
       (i < 6 ? random : model) += 1;
       // Every observation relative to the stock (nothing kept): gain = level.
-      tpe.Observe({*c, full, "REVERT", p->mean() / stock - 1, ""});
+      tpe.Observe({*c, full, Verdict::kRevert, p->mean() / stock - 1, ""});
     }
     if (seed == 1) {
       saved = tpe.Save();
@@ -222,7 +222,7 @@ TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
     Config full = ctx.best.Merged(c->delta);
     EXPECT_EQ(saved.find("\"" + full.ToString() + "\""), std::string::npos) << full.ToString();
     ctx.tried.insert(full.Hash());
-    restored.Observe({*c, full, "SCREENED_OUT", -0.2, ""});
+    restored.Observe({*c, full, Verdict::kScreenedOut, -0.2, ""});
   }
   EXPECT_FALSE(restored.Next(ctx).has_value());  // all 29 other points proposed
   EXPECT_FALSE(restored.Load("{not json"));
@@ -247,9 +247,9 @@ TEST_F(BaselinesTest, TpeScoresFailuresBelowEverythingMeasured) {
     bool z = full.GetOr("b", "") == "z";
     if (i >= 14 && z) ++z_late;
     if (z) {
-      tpe.Observe({*c, full, "LAUNCH_FAILED", 0, "crashed"});
+      tpe.Observe({*c, full, Verdict::kLaunchFailed, 0, "crashed"});
     } else {
-      tpe.Observe({*c, full, "REVERT", s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1, ""});
+      tpe.Observe({*c, full, Verdict::kRevert, s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1, ""});
     }
   }
   EXPECT_LE(z_late, 3);

@@ -168,17 +168,29 @@ void TpeProposer::Observe(const Observation& obs) {
   if (!pending_ || obs.candidate.idea.rfind("tpe:", 0) != 0) return;  // not ours
   Point p = *pending_;
   pending_.reset();
-  const std::string& v = obs.verdict;
-  if (v == "KEEP" || v == "REVERT" || v == "INCONCLUSIVE" || v == "SCREENED_OUT") {
-    p.level = incumbent_level_ + std::log1p(std::max(obs.gain, -0.99));
-    if (v == "KEEP") {
-      incumbent_level_ = p.level;
-      ++keeps_;
-    }
-  } else if (v == "LAUNCH_FAILED" || v == "ACCURACY_FAILED") {
-    p.failed = true;
-  } else {
-    return;  // not measured (invalid, budget): no evidence
+  switch (obs.verdict) {
+    case Verdict::kKeep:
+    case Verdict::kRevert:
+    case Verdict::kInconclusive:
+    case Verdict::kScreenedOut:
+      p.level = incumbent_level_ + std::log1p(std::max(obs.gain, -0.99));
+      if (obs.verdict == Verdict::kKeep) {
+        incumbent_level_ = p.level;
+        ++keeps_;
+      }
+      break;
+    case Verdict::kLaunchFailed:
+    case Verdict::kAccuracyFailed:
+    case Verdict::kBuildFailed:
+      p.failed = true;
+      break;
+    case Verdict::kPending:
+    case Verdict::kInvalid:
+    case Verdict::kSkippedBudget:
+    case Verdict::kPatchFailed:
+    case Verdict::kPatchRejected:
+    case Verdict::kNotValidated:
+      return;  // not measured (invalid, budget): no evidence
   }
   points_.push_back(std::move(p));
 }
