@@ -232,8 +232,8 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     for (const std::string& v : a.values) {
       Config c = surface.stock();
       c.Set(a.knob, v);
-      auto model = w.models->Resolve(c);
-      auto launch = model ? w.models->LaunchConfig(c) : Result<Config>(Fail(model.error()));
+      auto model = w.engine.models->Resolve(c);
+      auto launch = model ? w.engine.models->LaunchConfig(c) : Result<Config>(Fail(model.error()));
       if (!launch) std::printf("%s=%s: no artifact (%s); its trials will fail\n", a.knob.c_str(), v.c_str(),
                                launch.error().message.c_str());
     }
@@ -259,7 +259,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     if (sys::InterruptRequested()) break;
     // The accuracy checks run once every point was measured once (launch failures known).
     if (!accuracy_done && step.wanted > 1) {
-      if (auto s = RecordAccuracy(surface, w.adapter->catalog(), *w.executor, clock, shard, shards); !s) {
+      if (auto s = RecordAccuracy(surface, w.engine.adapter->catalog(), *w.executor, clock, shard, shards); !s) {
         return ReportError(s.error());
       }
       accuracy_done = true;
@@ -307,7 +307,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     std::fflush(stdout);
   }
   if (!accuracy_done && !sys::InterruptRequested()) {
-    if (auto s = RecordAccuracy(surface, w.adapter->catalog(), *w.executor, clock, shard, shards); !s) {
+    if (auto s = RecordAccuracy(surface, w.engine.adapter->catalog(), *w.executor, clock, shard, shards); !s) {
       return ReportError(s.error());
     }
     if (auto s = save(); !s) return ReportError(s.error());

@@ -51,7 +51,7 @@ double SurfaceSession::Measure(const search::SurfacePoint& p) {
 bool SurfaceSession::Risky(const Config& delta) const {
   for (const auto& [k, v] : delta.values()) {
     const target::Knob* knob = catalog_.Find(k);
-    if (knob && (knob->accuracy_risk == "medium" || knob->accuracy_risk == "high")) return true;
+    if (knob && target::ChangesNumerics(knob->accuracy_risk)) return true;
   }
   return false;
 }

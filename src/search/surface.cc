@@ -258,7 +258,7 @@ std::vector<std::vector<size_t>> NumericsClasses(const ResponseSurface& surface,
   std::vector<std::string> risky;
   for (const SurfaceAxis& a : surface.axes()) {
     const target::Knob* k = catalog.Find(a.knob);
-    if (k && k->accuracy_risk != "none") risky.push_back(a.knob);
+    if (k && k->accuracy_risk != target::AccuracyRisk::kNone) risky.push_back(a.knob);
   }
   std::map<std::string, std::vector<size_t>> groups;
   std::vector<std::string> order;
