@@ -92,8 +92,11 @@ TEST_F(CliTest, BadInputGivesOneLineErrors) {
   auto r = RunHone({"model", "synth", "--preset", "nope", "--out", Path("x.gguf")});
   EXPECT_EQ(r.status.code, 2);
   // The known presets are data (data/synth_presets.yaml): the line lists them all.
-  EXPECT_NE(r.output.find("hone: error: unknown model preset 'nope' (known: tiny, small, medium, "), std::string::npos)
+  EXPECT_NE(r.output.find("hone: error: unknown model preset 'nope' (known: tiny, small, "), std::string::npos)
       << r.output;
+  for (const char* preset : {"medium", "deep-gqa", "llama-3.2-1b", "llama-3.1-8b"}) {
+    EXPECT_NE(r.output.find(preset), std::string::npos) << preset << " missing from: " << r.output;
+  }
 
   ASSERT_OK(sys::WriteFileAtomic(Path("shape.json"), "{\"num_hidden_layers\": 2, \"hidden_size\": 100}"));
   r = RunHone({"model", "synth", "--shape", Path("shape.json"), "--out", Path("x.gguf")});
