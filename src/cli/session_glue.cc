@@ -36,7 +36,9 @@ kb::Identity SessionIdentity(const SessionWiring& w) {
   if (auto f = model::ReadGguf(w.model_path)) id.model_type = f->Str("general.architecture").value_or("llama");
   id.architecture = id.model_type == "llama" ? "LlamaForCausalLM" : id.model_type;
   id.framework_version = target::NumericVersion(w.engine.version);
-  id.precision = w.base_precision;
+  // The stock's weight precision: a base_config `weights` (a fleet's precision axis)
+  // names it, else the model file's own type.
+  id.precision = w.spec.target.base_config.Get("weights").value_or(w.base_precision);
   return id;
 }
 
@@ -123,6 +125,8 @@ class ReportCloser final : public session::Closer {
     in.hardware = HardwareName(w_);
     in.framework_version = w_.engine.version;
     in.model = w_.model_name;
+    if (auto f = model::ReadGguf(w_.model_path)) in.model_parameters = f->ParameterCount();
+    in.precision = SessionIdentity(w_).precision;
     in.search_summary = w_.proposer ? w_.proposer->Describe() : "";
     return report::WriteReports(in, s.run_dir);
   }
@@ -312,10 +316,10 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
     popts.domain.exclude.push_back("weights");
   }
   if (spec.kb.enabled) {
-    std::string path = spec.kb.path.empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.path;
+    std::string where = spec.kb.Location().empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.Location();
     auto rules = kb::LoadKbRules(ctx.data_dir);
     if (rules) {
-      auto store = kb::RecipeStore::Open(path, *rules);
+      auto store = kb::RecipeStore::OpenAt(where, *rules);
       if (store) {
         w->kb = std::move(*store);
       } else {
