@@ -92,6 +92,9 @@ int Main(int argc, char** argv) {
 #ifdef HONE_HAVE_SEARCH
   add(RegisterSearch);
 #endif
+#ifdef HONE_HAVE_FLEET
+  add(RegisterFleet);
+#endif
 
   try {
     app.parse(argc, argv);

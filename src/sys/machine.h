@@ -22,5 +22,7 @@ struct MachineInfo {
 };
 
 MachineInfo DescribeMachine();
+// The ids of the CPUs this process may run on (its affinity mask), ascending.
+std::vector<int> AvailableCpus();
 
 }  // namespace hone::sys
