@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "bench/metrics.h"
 #include "core/strings.h"
 #include "testing/test_util.h"
 
@@ -173,6 +176,21 @@ workloads:
   EXPECT_TRUE(s.spec.target.base_config.empty());  // no precision axis: the file's own
   EXPECT_EQ(s.identity.model, "llama-8b");
   EXPECT_EQ(s.identity.precision, "native");
+}
+
+// Every shipped fleet file (examples/fleet-*.yaml) loads, with the real metric names,
+// into valid session specs.
+TEST(FleetSpecTest, EveryExampleFleetLoads) {
+  int loaded = 0;
+  for (const auto& e : std::filesystem::directory_iterator(::hone::testing::SourceDir() / "examples")) {
+    std::string name = e.path().filename().string();
+    if (!name.starts_with("fleet-") || e.path().extension() != ".yaml") continue;
+    auto f = LoadFleetSpec(e.path().string(), bench::MetricNames());
+    ASSERT_TRUE(f) << name << ": " << f.error().message;
+    EXPECT_GE(f->sessions.size(), 6u) << name;
+    ++loaded;
+  }
+  EXPECT_GE(loaded, 1);
 }
 
 }  // namespace

@@ -48,16 +48,17 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
                                 json{{"id", req.id}, {"role", req.role}, {"config", cfg}, {"point", req.point.Label()}}
                                         .dump(2) + "\n"));
   auto model = s_.models->Resolve(req.config);
-  if (!model) {
+  auto launch = model ? s_.models->LaunchConfig(req.config) : Result<Config>(Fail(model.error()));
+  if (!model || !launch) {
     o.failure_kind = "artifact";
-    o.failure_detail = model.error().message;
+    o.failure_detail = !model ? model.error().message : launch.error().message;
     return finish();
   }
   const spec::SessionSpec& spec = s_.spec;
   target::LaunchContext lc{.server_binary = req.server_binary.empty() ? s_.server_binary : req.server_binary,
                            .model_path = *model, .extra_args = spec.target.server_args};
   auto server = target::StartServer(
-      *s_.adapter, req.config, lc,
+      *s_.adapter, *launch, lc,
       {.log_path = (fs::path(o.dir) / "server.log").string(),
        .health_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.measurement.health_timeout_s * 1000))});
   if (!server) {
@@ -118,6 +119,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
       // A measurement window: the pool must outlast it at this concurrency.
       run.duration_s = spec.workload.window_s;
       run.cut_at_window_end = true;
+      run.ramp_s = spec.workload.ramp_s;
     }
     w.seed = spec.workload.seed;
     ctx.endpoint = std::string(bench::EndpointPath(w.endpoint));
@@ -243,7 +245,8 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(stock));
     target::LaunchContext lc{.server_binary = s_.server_binary, .model_path = model,
                              .extra_args = s_.spec.target.server_args};
-    HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, stock, lc,
+    HONE_ASSIGN_OR_RETURN(Config stock_launch, s_.models->LaunchConfig(stock));
+    HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, stock_launch, lc,
                                                            {.log_path = (dir / "reference-server.log").string()}));
     Rng rng(s_.spec.workload.seed ^ 0xacc);
     json out = {{"probes", json::array()}};
@@ -292,7 +295,8 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
   target::LaunchContext lc{.server_binary = server_binary.empty() ? s_.server_binary : server_binary,
                            .model_path = model, .extra_args = s_.spec.target.server_args};
-  HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, config, lc,
+  HONE_ASSIGN_OR_RETURN(Config launch, s_.models->LaunchConfig(config));
+  HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, launch, lc,
                                                          {.log_path = (dir / (label + "-server.log")).string()}));
   out.ran = true;
   int matched = 0, compared = 0;
