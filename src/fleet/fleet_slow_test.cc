@@ -76,7 +76,7 @@ workloads:
   auto r = RunCmd({Hone(), "fleet", "run", Path("fleet.yaml"), "--out", out_dir}, 600s);
   SCOPED_TRACE(LastLines(r.output, 60));
   EXPECT_EQ(r.status.code, 1);  // a session failed
-  EXPECT_TRUE(Contains(r.output, "Median validated gain")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "| # | session | workload | engine | size | precision |")) << r.output;
   nlohmann::json report = LoadJson(out_dir + "/fleet-report.json");
   ASSERT_TRUE(report.is_object());
   EXPECT_EQ(report["summary"]["sessions"], 2);
@@ -185,7 +185,7 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
   std::string out = (*driver)->Output();
   SCOPED_TRACE(LastLines(out, 80));
   EXPECT_EQ(ended->code, 0) << ended->ToString();
-  EXPECT_TRUE(Contains(out, "Median validated gain")) << out;
+  EXPECT_TRUE(Contains(out, "| # | session | workload | engine | size | precision |")) << out;
 
   // The fleet report: three sessions, all closed.
   nlohmann::json report = LoadJson(fleet_dir + "/fleet-report.json");
@@ -195,7 +195,10 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
   EXPECT_EQ(report["summary"]["sessions"], 3);
   EXPECT_EQ(report["summary"]["closed"], 3);
   EXPECT_EQ(report["summary"]["failed"], 0);
-  EXPECT_TRUE(report["summary"]["median_validated_ratio"].is_number());
+  // A median exactly when some session measured its baseline (a loaded host may end a
+  // 75-second session before that).
+  EXPECT_EQ(report["summary"]["median_validated_ratio"].is_number(),
+            report["summary"]["closed"].get<int>() > report["summary"]["unmeasured"].get<int>());
   EXPECT_TRUE(fs::exists(fleet_dir + "/fleet-report.md"));
   EXPECT_TRUE(fs::exists(fleet_dir + "/fleet-report.html"));
 

@@ -48,6 +48,7 @@ std::string GainCell(const FleetRow& r) {
   const RunOutcome& o = r.outcome;
   const std::string& st = r.session.status;
   if (st == "done" && o.Closed()) {
+    if (o.stock <= 0) return "no baseline: " + o.stop_reason;
     if (!o.validated) return "1.00x (stock kept)";
     return Ratio(1 + o.gain) + " [" + F("%.2f", o.ci_lo) + ", " + F("%.2f", o.ci_hi) + "] " + o.verdict;
   }
@@ -101,8 +102,13 @@ std::string MetricNote(const FleetTable& t) {
 
 std::string SummaryLine(const FleetSummary& s) {
   if (s.closed == 0) return "No session has closed yet.";
+  if (s.ratios.empty()) {
+    return "No closed session measured its stock baseline (" + std::to_string(s.unmeasured) + " closed before it).";
+  }
   return "Median validated gain: **" + Ratio(s.median) + "** (range " + Ratio(s.min) + " to " + Ratio(s.max) +
-         ") over " + std::to_string(s.closed) + " closed session(s); " + std::to_string(s.kept) +
+         ") over " + std::to_string(s.ratios.size()) + " closed session(s) that measured their baseline" +
+         (s.unmeasured ? " (" + std::to_string(s.unmeasured) + " more closed before measuring it)" : "") + "; " +
+         std::to_string(s.kept) +
          " kept a validated gain (KEEP), " + std::to_string(s.warm) + " started warm from the knowledge base. A "
          "session without a kept gain counts as 1.00x.";
 }
@@ -136,7 +142,10 @@ Result<FleetTable> LoadFleetTable(const std::string& fleet_dir, int64_t now_unix
   s.sessions = static_cast<int>(t.rows.size());
   for (const FleetRow& r : t.rows) {
     const std::string& st = r.session.status;
-    if (st == "done" && r.outcome.Closed()) {
+    if (st == "done" && r.outcome.Closed() && r.outcome.stock <= 0) {
+      ++s.closed;
+      ++s.unmeasured;  // closed before it measured its stock: no gain either way
+    } else if (st == "done" && r.outcome.Closed()) {
       ++s.closed;
       s.ratios.push_back(r.outcome.ValidatedRatio());
       if (r.outcome.validated && r.outcome.verdict == "KEEP") ++s.kept;
@@ -273,7 +282,7 @@ std::string RenderFleetJson(const FleetTable& t) {
                     {"gain", o.validated ? o.gain : 0.0},
                     {"ci", o.validated ? json::array({o.ci_lo, o.ci_hi}) : json(nullptr)},
                     {"verdict", o.verdict},
-                    {"validated_ratio", o.Closed() ? json(o.ValidatedRatio()) : json(nullptr)},
+                    {"validated_ratio", o.Closed() && o.stock > 0 ? json(o.ValidatedRatio()) : json(nullptr)},
                     {"accuracy", o.accuracy},
                     {"trials", o.trials_run},
                     {"wall_s", r.wall_s},
@@ -302,9 +311,10 @@ std::string RenderFleetJson(const FleetTable& t) {
               {"not_finished", s.running},
               {"kept", s.kept},
               {"warm", s.warm},
-              {"median_validated_ratio", s.closed ? json(s.median) : json(nullptr)},
-              {"min_validated_ratio", s.closed ? json(s.min) : json(nullptr)},
-              {"max_validated_ratio", s.closed ? json(s.max) : json(nullptr)}}},
+              {"unmeasured", s.unmeasured},
+              {"median_validated_ratio", s.ratios.empty() ? json(nullptr) : json(s.median)},
+              {"min_validated_ratio", s.ratios.empty() ? json(nullptr) : json(s.min)},
+              {"max_validated_ratio", s.ratios.empty() ? json(nullptr) : json(s.max)}}},
             {"plan", t.state.plan},
             {"sessions", rows}};
   return j.dump(2) + "\n";

@@ -8,7 +8,8 @@
 // directory (summary.json at close, state.json before) and job record (wall time).
 // A session's validated gain is the close's re-measured ratio when the close kept it
 // (KEEP), else 1.00x: a session that found nothing, or could not prove it, counts as
-// no gain. The median and range are over the sessions that closed. Every number
+// no gain. The median and range are over the sessions that closed having measured
+// their stock baseline (one that closed before it has no gain to count either way). Every number
 // comes from a session's own files; nothing is estimated here.
 #pragma once
 
@@ -33,6 +34,7 @@ struct FleetSummary {
   int sessions = 0, closed = 0, failed = 0, running = 0, cancelled = 0;
   std::vector<double> ratios;  // validated ratios of the closed sessions, table order
   double median = 0, min = 0, max = 0;
+  int unmeasured = 0;          // closed before measuring the stock (budget, a failing stock)
   int kept = 0;                // sessions whose close kept a gain (KEEP)
   int warm = 0;                // sessions that started from the knowledge base
 };

@@ -1,6 +1,7 @@
 // The fleet table from a fleet directory: each row's numbers come from its session's
 // summary.json, state.json and job record; the median and the range count a session
-// without a kept gain as 1.00x; Markdown, HTML and JSON say the same.
+// without a kept gain as 1.00x, and leave out one that closed before measuring its
+// stock (unmeasured); Markdown, HTML and JSON say the same.
 #include "fleet/table.h"
 
 #include <gtest/gtest.h>
@@ -101,7 +102,9 @@ TEST_F(TableTest, RowsAndTheMedianComeFromTheSessionsOwnFiles) {
   EXPECT_DOUBLE_EQ(t.summary.max, 1.12);
 
   std::string md = RenderFleetMarkdown(t);
-  EXPECT_TRUE(Contains(md, "Median validated gain: **1.00x** (range 1.00x to 1.12x) over 3 closed session(s)")) << md;
+  EXPECT_TRUE(Contains(md, "Median validated gain: **1.00x** (range 1.00x to 1.12x) over 3 closed session(s) that "
+                           "measured their baseline;"))
+      << md;
   EXPECT_TRUE(Contains(md, "| 1 | a | fixed c2 64/16 | llama.cpp 0.4.2 | 4.4M | q8_0 | 100 | 112 | 1.12x [1.05, 1.19] "
                            "KEEP | pass: agreement 1.00 | 21 | 2m 40s (2 attempts) (requeued 1x) | cold |"))
       << md;
@@ -132,6 +135,47 @@ TEST_F(TableTest, RowsAndTheMedianComeFromTheSessionsOwnFiles) {
   for (const char* f : {"fleet-report.md", "fleet-report.html", "fleet-report.json"}) {
     EXPECT_TRUE(sys::FileExists(dir_ + "/" + f)) << f;
   }
+}
+
+TEST_F(TableTest, ASessionThatClosedBeforeMeasuringItsStockIsUnmeasuredNotOneX) {
+  // c closed on its budget before the stock was measured: no baseline, no gain either way.
+  ASSERT_OK(sys::WriteFileAtomic(
+      RunDir(dir_, "c") + "/summary.json",
+      R"J({"schema": "hone-summary/1", "stop_reason": "budget exhausted before the baseline", "objective":
+          {"metric": "total_tps_per_gpu", "maximize": true}, "trials_run": 0, "model": "hone-tiny-s42",
+          "validated": null, "candidates": []})J"));
+  ASSERT_OK_AND_ASSIGN(FleetTable t, LoadFleetTable(dir_, 2'000'000'000));
+  EXPECT_EQ(t.summary.closed, 3);
+  EXPECT_EQ(t.summary.unmeasured, 1);
+  ASSERT_EQ(t.summary.ratios.size(), 2u);  // a and b only
+  EXPECT_DOUBLE_EQ(t.summary.min, 1.0);
+  EXPECT_DOUBLE_EQ(t.summary.max, 1.12);
+
+  std::string md = RenderFleetMarkdown(t);
+  EXPECT_TRUE(Contains(md, "over 2 closed session(s) that measured their baseline (1 more closed before measuring "
+                           "it);"))
+      << md;
+  EXPECT_TRUE(Contains(md, "no baseline: budget exhausted before the baseline")) << md;
+  auto j = nlohmann::json::parse(RenderFleetJson(t));
+  EXPECT_EQ(j["summary"]["unmeasured"], 1);
+  EXPECT_TRUE(j["sessions"][2]["validated_ratio"].is_null());
+  EXPECT_TRUE(j["summary"]["median_validated_ratio"].is_number());
+}
+
+TEST_F(TableTest, NoMedianWhenNoClosedSessionMeasuredItsBaseline) {
+  for (const char* n : {"a", "b", "c"}) {
+    ASSERT_OK(sys::WriteFileAtomic(RunDir(dir_, n) + "/summary.json",
+                                   R"J({"schema": "hone-summary/1", "stop_reason": "stock failed", "objective":
+                                       {"metric": "total_tps_per_gpu", "maximize": true}, "validated": null})J"));
+  }
+  ASSERT_OK_AND_ASSIGN(FleetTable t, LoadFleetTable(dir_, 2'000'000'000));
+  EXPECT_EQ(t.summary.closed, 3);
+  EXPECT_EQ(t.summary.unmeasured, 3);
+  std::string md = RenderFleetMarkdown(t);
+  EXPECT_TRUE(Contains(md, "No closed session measured its stock baseline (3 closed before it).")) << md;
+  EXPECT_FALSE(Contains(md, "Median validated gain")) << md;
+  auto j = nlohmann::json::parse(RenderFleetJson(t));
+  EXPECT_TRUE(j["summary"]["median_validated_ratio"].is_null());
 }
 
 TEST(HumanParametersTest, Sizes) {
