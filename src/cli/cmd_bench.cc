@@ -10,7 +10,7 @@
 #include "bench/tracegen.h"
 #include "bench/workload.h"
 #include "cli/commands.h"
-#include "cli/profiles.h"
+#include "run/executor.h"
 #include "core/strings.h"
 #include "net/http.h"
 #include "sys/clock.h"
@@ -49,10 +49,10 @@ struct BenchOpts {
   bool quiet = false;
 };
 
-int RunBench(const BenchOpts& o) {
+int RunBench(const BenchOpts& o, const Context& cli) {
   auto url = net::ParseUrl(o.url);
   if (!url) return ReportError(url.error());
-  auto profile = BenchProfileFor(o.framework);
+  auto profile = run::BenchProfileFor(o.framework, cli.data_dir);
   if (!profile) return ReportError(profile.error());
   profile->model_name = o.model_name;
   auto semantics = bench::ParseRangeSemantics(o.semantics);
@@ -205,7 +205,7 @@ Action RegisterBench(CLI::App& app, const Context& ctx) {
   gen->add_option("--out", *gen_out, "Output JSONL file")->required();
 
   return [run, self, gen, o, so, no_python, preset, sessions, gen_seed, gen_out, &ctx]() -> int {
-    if (run->parsed()) return RunBench(*o);
+    if (run->parsed()) return RunBench(*o, ctx);
     if (self->parsed()) {
       bench::SelfCheckOptions opts = *so;
       if (!*no_python) opts.python_client = ctx.data_dir + "/bench/ref_client.py";

@@ -55,26 +55,25 @@ std::string Hostname() {
   return host;
 }
 
-// The executor a fleet runs on, with what it needs kept alive beside it.
+// The executor a fleet runs on (the scheduler's tools through ctx's process runner).
 struct ExecutorBox {
-  std::unique_ptr<fleet::RealCommandRunner> runner;
   std::unique_ptr<fleet::Executor> executor;
 };
 
-ExecutorBox MakeExecutor(const fleet::FleetSpec& spec, const std::string& dir) {
+ExecutorBox MakeExecutor(const fleet::FleetSpec& spec, const std::string& dir, const Context& ctx) {
   ExecutorBox box;
   if (spec.executor.kind == "slurm") {
-    box.runner = std::make_unique<fleet::RealCommandRunner>();
     fleet::SlurmOptions o;
     o.spec = spec.executor;
     o.script_dir = (fs::path(dir) / "slurm").string();
     o.log_dir = (fs::path(dir) / "logs").string();
     o.job_name = "hone-" + spec.name;
-    box.executor = std::make_unique<fleet::SlurmExecutor>(o, *box.runner);
+    box.executor = std::make_unique<fleet::SlurmExecutor>(o, *ctx.runner);
   } else {
     fleet::LocalExecutorOptions o;
     o.gpus = static_cast<int>(sys::DescribeMachine().gpus.size());
     o.max_parallel = spec.executor.max_parallel;
+    o.clock = ctx.clock;
     box.executor = std::make_unique<fleet::LocalExecutor>(o);
   }
   return box;
@@ -106,11 +105,12 @@ fleet::DriverOptions MakeDriverOptions(const fleet::FleetSpec& spec, const std::
   d.data_dir = fs::absolute(ctx.data_dir).string();
   d.cwd = fs::current_path().string();
   d.poll_s = spec.executor.poll_s;
+  d.clock = ctx.clock;
   return d;
 }
 
-int Finish(const std::string& dir, const fleet::FleetState& state) {
-  auto table = fleet::LoadFleetTable(dir, sys::DefaultClock().WallMicros());
+int Finish(const std::string& dir, const fleet::FleetState& state, const Context& ctx) {
+  auto table = fleet::LoadFleetTable(dir, ctx.clock->WallMicros());
   if (!table) return ReportError(table.error());
   if (auto w = fleet::WriteFleetReports(*table, dir); !w) return ReportError(w.error());
   bool finished = state.finished_unix_us > 0;
@@ -125,11 +125,11 @@ int Finish(const std::string& dir, const fleet::FleetState& state) {
 }
 
 int Drive(const fleet::FleetSpec& spec, const std::string& dir, const Context& ctx) {
-  ExecutorBox box = MakeExecutor(spec, dir);
+  ExecutorBox box = MakeExecutor(spec, dir, ctx);
   fleet::FleetDriver driver(MakeDriverOptions(spec, dir, ctx), *box.executor);
   auto state = driver.Run();
   if (!state) return ReportError(state.error());
-  return Finish(dir, *state);
+  return Finish(dir, *state, ctx);
 }
 
 int RunFleet(FleetOpts& o, const Context& ctx) {
@@ -147,9 +147,9 @@ int RunFleet(FleetOpts& o, const Context& ctx) {
   std::string dir = !o.dir.empty()               ? o.dir
                     : !spec->output_dir.empty()  ? spec->output_dir
                                                  : "hone-fleets/" + spec->name + "-" +
-                                                     ReplaceAll(sys::FormatUtc(sys::DefaultClock().WallMicros()), ":", "");
+                                                     ReplaceAll(sys::FormatUtc(ctx.clock->WallMicros()), ":", "");
   dir = fs::absolute(dir).lexically_normal().string();
-  ExecutorBox box = MakeExecutor(*spec, dir);
+  ExecutorBox box = MakeExecutor(*spec, dir, ctx);
   std::fprintf(stderr, "hone fleet: %s, %zu sessions in %d wave(s); %s\n", spec->name.c_str(), spec->sessions.size(),
                plan.waves, CapacityLine(*spec, *box.executor).c_str());
   for (const std::string& line : plan.explanation) std::fprintf(stderr, "  %s\n", line.c_str());
@@ -180,15 +180,15 @@ int ResumeFleet(const FleetOpts& o, const Context& ctx) {
   return Drive(*spec, dir, ctx);
 }
 
-int StatusFleet(const FleetOpts& o) {
-  auto table = fleet::LoadFleetTable(o.dir, sys::DefaultClock().WallMicros());
+int StatusFleet(const FleetOpts& o, const Context& ctx) {
+  auto table = fleet::LoadFleetTable(o.dir, ctx.clock->WallMicros());
   if (!table) return ReportError(table.error());
   std::printf("%s", fleet::RenderFleetStatus(*table).c_str());
   return 0;
 }
 
-int ReportFleet(const FleetOpts& o) {
-  auto table = fleet::LoadFleetTable(o.dir, sys::DefaultClock().WallMicros());
+int ReportFleet(const FleetOpts& o, const Context& ctx) {
+  auto table = fleet::LoadFleetTable(o.dir, ctx.clock->WallMicros());
   if (!table) return ReportError(table.error());
   if (auto w = fleet::WriteFleetReports(*table, o.dir); !w) return ReportError(w.error());
   if (o.format == "json") {
@@ -217,7 +217,7 @@ int CancelFleet(const FleetOpts& o, const Context& ctx) {
     // The cluster's jobs stop whether or not a driver still watches them.
     auto spec = SpecOfDir(dir, *state);
     if (!spec) return ReportError(spec.error());
-    ExecutorBox box = MakeExecutor(*spec, dir);
+    ExecutorBox box = MakeExecutor(*spec, dir, ctx);
     if (auto c = box.executor->Cancel(ids); !c) return ReportError(c.error());
     std::printf("scancel %s\n", Join(ids, " ").c_str());
   }
@@ -236,7 +236,6 @@ int CancelFleet(const FleetOpts& o, const Context& ctx) {
     std::printf("fleet %s: its driver cancels the remaining sessions within its poll interval\n",
                 state->name.c_str());
   }
-  (void)ctx;
   return 0;
 }
 
@@ -274,7 +273,7 @@ int RunJob(const FleetOpts& o, const Context& ctx) {
                           : job_id            ? std::string(job_id)
                                               : "local";
   if (const char* r = std::getenv("SLURM_RESTART_COUNT")) attempt.restart = static_cast<int>(ParseInt(r).value_or(0));
-  attempt.started_unix_us = sys::DefaultClock().WallMicros();
+  attempt.started_unix_us = ctx.clock->WallMicros();
   record.attempts.push_back(attempt);
   if (auto w = fleet::WriteJobRecord(record_path, record); !w) return ReportError(w.error());
   std::printf("hone fleet job: %s attempt %d (%s) on %s, job %s, CPUs %d\n", o.session.c_str(), attempt.number,
@@ -313,7 +312,7 @@ int RunJob(const FleetOpts& o, const Context& ctx) {
       }
     }
   }
-  record.attempts.back().finished_unix_us = sys::DefaultClock().WallMicros();
+  record.attempts.back().finished_unix_us = ctx.clock->WallMicros();
   record.attempts.back().exit_code = code;
   if (auto w = fleet::WriteJobRecord(record_path, record); !w) return ReportError(w.error());
   std::printf("hone fleet job: %s attempt %d ended: exit %d\n", o.session.c_str(), attempt.number, code);
@@ -353,8 +352,8 @@ Action RegisterFleet(CLI::App& app, const Context& ctx) {
   return [=, &ctx]() -> int {
     if (run->parsed()) return RunFleet(*o, ctx);
     if (resume->parsed()) return ResumeFleet(*o, ctx);
-    if (status->parsed()) return StatusFleet(*o);
-    if (report->parsed()) return ReportFleet(*o);
+    if (status->parsed()) return StatusFleet(*o, ctx);
+    if (report->parsed()) return ReportFleet(*o, ctx);
     if (cancel->parsed()) return CancelFleet(*o, ctx);
     if (job->parsed()) return RunJob(*o, ctx);
     return 2;

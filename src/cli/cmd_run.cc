@@ -1,10 +1,11 @@
-// `hone run SPEC`, `hone resume DIR`, `hone status DIR`: optimization sessions.
+// `hone run SPEC`, `hone resume DIR`, `hone status DIR`: optimization sessions. This
+// file parses flags and prints; the session is composed in src/run/ (run/session.h).
 #include <cstdio>
 #include <filesystem>
 
 #include "bench/metrics.h"
 #include "cli/commands.h"
-#include "cli/session_glue.h"
+#include "run/session.h"
 #include "core/strings.h"
 #include "session/coordinator.h"
 #include "sys/clock.h"
@@ -17,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec) {
+void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec, sys::Clock& clock) {
   std::printf("\nsession %s finished: %s\n", s.session_id.c_str(), s.stop_reason.c_str());
   if (!s.baseline_values.empty()) {
     std::printf("  baseline  %-22s %.4g  (trials %s)\n", spec.objective.metric.c_str(), s.baseline_objective,
@@ -27,37 +28,39 @@ void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec)
   if (s.validated) {
     std::printf("  validated %+.1f%%  (ratio %.3f, %.0f%% interval [%.3f, %.3f], %s; stock %.4g -> best %.4g)\n",
                 s.validated_gain * 100, 1 + s.validated_gain, spec.measurement.confidence * 100, s.validated_lo,
-                s.validated_hi, s.validation_verdict.c_str(), s.validated_stock_objective, s.validated_best_objective);
+                s.validated_hi, s.validation_verdict ? std::string(VerdictName(*s.validation_verdict)).c_str() : "", s.validated_stock_objective, s.validated_best_objective);
   }
   if (!s.close_accuracy.empty()) std::printf("  accuracy  %s\n", s.close_accuracy.c_str());
   if (!s.kb_result.empty()) std::printf("  kb        %s\n", s.kb_result.c_str());
   std::printf("  report    %s\n", (fs::path(s.run_dir) / "report.md").string().c_str());
   std::printf("  %d trials in %s\n", s.trials_run,
-              HumanSeconds(static_cast<double>(sys::DefaultClock().WallMicros() - s.started_unix_us) * 1e-6).c_str());
+              HumanSeconds(static_cast<double>(clock.WallMicros() - s.started_unix_us) * 1e-6).c_str());
+}
+
+// The session's composition context: main()'s clock and runner, and progress lines on
+// stderr stamped with the seconds since this command started.
+run::RunContext RunContextFor(const Context& ctx) {
+  run::RunContext rc;
+  rc.data_dir = ctx.data_dir;
+  rc.cache_dir = ctx.cache_dir;
+  rc.clock = ctx.clock;
+  rc.runner = ctx.runner;
+  rc.progress = [clock = ctx.clock, start = ctx.clock->MonoSeconds()](const std::string& line) {
+    std::fprintf(stderr, "hone [%6.0fs] %s\n", clock->MonoSeconds() - start, line.c_str());
+  };
+  return rc;
 }
 
 int RunSession(const spec::SessionSpec& spec, const std::string& run_dir, const Context& ctx, bool resume) {
-  auto wiring = WireSession(spec, run_dir, ctx);
-  if (!wiring) return ReportError(wiring.error());
-  session::SessionState state;
-  if (resume) {
-    auto loaded = session::LoadState(run_dir);
-    if (!loaded) return ReportError(loaded.error());
-    state = std::move(*loaded);
-    if (state.phase == "done") {
-      std::printf("session %s is already closed (%s); see %s/report.md\n", state.session_id.c_str(),
-                  state.stop_reason.c_str(), run_dir.c_str());
-      return 0;
-    }
-  } else {
-    state = session::Coordinator::NewState(spec, run_dir, sys::DefaultClock());
-  }
-  session::Coordinator coordinator(spec, (*wiring)->services, state);
-  AttachState(**wiring, coordinator.state());
-  auto out = coordinator.Run();
+  auto out = run::RunSession(spec, run_dir, RunContextFor(ctx), resume);
   if (!out) return ReportError(out.error());
-  PrintOutcome(*out, spec);
-  return out->interrupted ? 130 : 0;
+  if (out->already_closed) {
+    std::printf("session %s is already closed (%s); see %s/report.md\n", out->state.session_id.c_str(),
+                out->state.stop_reason.c_str(), run_dir.c_str());
+    return 0;
+  }
+  PrintOutcome(out->state, spec, *ctx.clock);
+  return out->state.interrupted ? 130 : 0;
 }
 
 }  // namespace
@@ -82,7 +85,7 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
       std::string dir = !out_dir->empty()           ? *out_dir
                         : !spec->output_dir.empty() ? spec->output_dir
                                                     : "hone-runs/" + spec->name + "-" +
-                                                          ReplaceAll(sys::FormatUtc(sys::DefaultClock().WallMicros()), ":", "");
+                                                          ReplaceAll(sys::FormatUtc(ctx.clock->WallMicros()), ":", "");
       if (sys::FileExists(fs::path(dir) / "state.json")) {
         return ReportError(Error{ErrorCode::kAlreadyExists,
                                  dir + " already holds a session (use: hone resume " + dir + ")", {}});
@@ -105,7 +108,7 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
       if (!state) return ReportError(state.error());
       auto events = session::ReadEvents((fs::path(*status_dir) / "events.jsonl").string());
       std::printf("%s", session::StatusText(*state, events ? *events : std::vector<session::Event>{},
-                                            static_cast<double>(sys::DefaultClock().WallMicros()) * 1e-6)
+                                            static_cast<double>(ctx.clock->WallMicros()) * 1e-6)
                             .c_str());
       return 0;
     }

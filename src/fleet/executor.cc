@@ -1,4 +1,3 @@
-#include "fleet/command.h"
 #include "fleet/executor.h"
 
 namespace hone::fleet {

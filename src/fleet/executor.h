@@ -51,6 +51,9 @@ enum class JobPhase {
 };
 std::string_view JobPhaseName(JobPhase p);
 
+// Single-quotes a word for a POSIX shell ("it's" -> 'it'\''s').
+std::string ShellQuote(const std::string& word);
+
 struct JobStatus {
   JobPhase phase = JobPhase::kPending;
   int exit_code = -1;   // when finished and known

@@ -16,10 +16,10 @@
 #include "core/strings.h"
 #include "fleet/driver.h"
 #include "fleet/record.h"
-#include "kb/pg_test_util.h"
 #include "kb/store.h"
 #include "sys/files.h"
 #include "sys/process.h"
+#include "testing/kb_postgres.h"
 #include "testing/llama_env.h"
 #include "testing/test_util.h"
 

@@ -127,7 +127,7 @@ std::string ModelLabel(const YAML::Node& model) {
   return "model";
 }
 
-// The model name a session gives the knowledge base (cli/session_glue: synthesized
+// The model name a session gives the knowledge base (run/engine: synthesized
 // presets are "hone-<preset>-s<seed>", files their stem).
 std::string KbModelName(const spec::ModelRef& m) {
   if (!m.path.empty()) return std::filesystem::path(m.path).stem().string();
@@ -216,7 +216,7 @@ FleetOverrides FleetOverrides::FromPairs(const std::vector<std::pair<std::string
 }
 
 kb::Workload KbWorkload(const spec::SessionSpec& spec) {
-  // As cli/session_glue's SessionWorkload: what the session's recipes are filed under.
+  // As run/knowledge's SessionWorkload: what the session's recipes are filed under.
   kb::Workload wl;
   wl.kind = spec.workload.kind;
   wl.concurrency = spec.workload.concurrency;

@@ -110,7 +110,7 @@ std::string SlurmExecutor::Describe() const {
 }
 
 Result<sys::CommandOutput> SlurmExecutor::RunTool(const std::vector<std::string>& argv) {
-  auto out = runner_.Run(argv, options_.command_timeout);
+  auto out = runner_.Run({.argv = argv, .ring_bytes = 1 << 20}, options_.command_timeout);
   if (!out) return Fail(std::move(out).error().Wrap(argv[0]));
   return out;
 }

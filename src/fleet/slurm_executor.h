@@ -13,14 +13,15 @@
 // Status: squeue (-r: one line per array task) for jobs the queue still holds; for the
 // rest sacct when the cluster has accounting, else `scontrol show job` (until
 // MinJobAge), else kUnknown (the driver then reads the job's own record). Cancel is
-// scancel by job id. Every command runs through the CommandRunner seam.
+// scancel by job id. Every command runs through the process seam (sys::ProcessRunner:
+// the real one in `hone`, a scripted fake in the tests).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "fleet/command.h"
 #include "fleet/executor.h"
+#include "sys/process.h"
 
 namespace hone::fleet {
 
@@ -34,7 +35,7 @@ struct SlurmOptions {
 
 class SlurmExecutor final : public Executor {
  public:
-  SlurmExecutor(SlurmOptions options, CommandRunner& runner) : options_(std::move(options)), runner_(runner) {}
+  SlurmExecutor(SlurmOptions options, sys::ProcessRunner& runner) : options_(std::move(options)), runner_(runner) {}
 
   std::string_view kind() const override { return "slurm"; }
   std::string Describe() const override;
@@ -51,7 +52,7 @@ class SlurmExecutor final : public Executor {
   Result<std::vector<std::string>> SubmitShape(const std::vector<JobSpec>& jobs, const std::vector<std::string>& after);
 
   SlurmOptions options_;
-  CommandRunner& runner_;
+  sys::ProcessRunner& runner_;
   int next_script_ = 1;
   bool sacct_works_ = true;  // false once the cluster said it has no accounting
 };

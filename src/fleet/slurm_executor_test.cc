@@ -1,4 +1,4 @@
-// The Slurm executor against a scripted CommandRunner: what it asks sbatch for (one
+// The Slurm executor against scripted scheduler tools (a sys::ProcessRunner): what it asks sbatch for (one
 // array per resource shape, resources, requeue, dependencies, per-session logs),
 // how it reads squeue, sacct and scontrol, and that it cancels by job id.
 #include "fleet/slurm_executor.h"
@@ -15,11 +15,11 @@ namespace hone::fleet {
 namespace {
 
 // Records every command; answers from a queue of canned outputs per program.
-class FakeCommandRunner final : public CommandRunner {
+class FakeSlurmTools final : public sys::ProcessRunner {
  public:
-  Result<sys::CommandOutput> Run(const std::vector<std::string>& argv, std::chrono::milliseconds) override {
-    ran.push_back(Join(argv, " "));
-    auto& q = answers[argv[0]];
+  Result<sys::CommandOutput> Run(const sys::ProcessSpec& spec, std::chrono::milliseconds) override {
+    ran.push_back(Join(spec.argv, " "));
+    auto& q = answers[spec.argv[0]];
     if (q.empty()) return sys::CommandOutput{{0, 0}, ""};
     sys::CommandOutput out = q.front();
     q.pop_front();
@@ -58,7 +58,7 @@ class SlurmExecutorTest : public ::testing::Test {
   }
   std::unique_ptr<sys::TempDir> dir_;
   SlurmOptions opts_;
-  FakeCommandRunner runner_;
+  FakeSlurmTools runner_;
 };
 
 TEST_F(SlurmExecutorTest, ABatchIsOneJobArrayWithTheResourcesItNeeds) {

@@ -6,11 +6,11 @@
 
 #include "core/strings.h"
 #include "kb/jsonl.h"
-#include "kb/kb_test_util.h"
-#include "kb/pg_test_util.h"
 #include "kb/store.h"
 #include "sys/files.h"
 #include "sys/process.h"
+#include "testing/kb_postgres.h"
+#include "testing/kb_recipes.h"
 #include "testing/test_util.h"
 
 namespace hone::kb {

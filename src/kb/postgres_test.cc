@@ -17,12 +17,12 @@
 #include <thread>
 
 #include "core/strings.h"
-#include "kb/kb_test_util.h"
-#include "kb/pg_test_util.h"
 #include "kb/schema.h"
 #include "kb/sqlite.h"
 #include "kb/store.h"
 #include "testing/fake_clock.h"
+#include "testing/kb_postgres.h"
+#include "testing/kb_recipes.h"
 #include "testing/test_util.h"
 
 namespace hone::kb {

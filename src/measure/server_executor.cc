@@ -24,7 +24,10 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-ServerTrialExecutor::ServerTrialExecutor(ExecutorSetup setup) : s_(std::move(setup)) {}
+ServerTrialExecutor::ServerTrialExecutor(ExecutorSetup setup)
+    : s_(std::move(setup)),
+      clock_(s_.clock != nullptr ? *s_.clock : sys::DefaultClock()),
+      runner_(s_.runner != nullptr ? *s_.runner : sys::DefaultProcessRunner()) {}
 
 Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   if (sys::InterruptRequested()) return Cancelled("interrupted");
@@ -34,18 +37,18 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   o.config = req.config;
   o.point = req.point;
   o.dir = (fs::path(s_.run_dir) / "trials" / req.id).string();
-  o.start_unix_us = sys::DefaultClock().WallMicros();
+  o.start_unix_us = clock_.WallMicros();
   HONE_TRY(sys::EnsureDir(o.dir));
-  int64_t t0 = sys::DefaultClock().MonoNanos();
+  int64_t t0 = clock_.MonoNanos();
   auto finish = [&]() -> Result<TrialOutcome> {
-    o.wall_s = static_cast<double>(sys::DefaultClock().MonoNanos() - t0) * 1e-9;
+    o.wall_s = static_cast<double>(clock_.MonoNanos() - t0) * 1e-9;
     HONE_TRY(WriteTrialOutcome(o));
     return o;
   };
   json cfg = json::object();
   for (const auto& [k, v] : req.config.values()) cfg[k] = v;
   HONE_TRY(sys::WriteFileAtomic(fs::path(o.dir) / "config.json",
-                                json{{"id", req.id}, {"role", req.role}, {"config", cfg}, {"point", req.point.Label()}}
+                                json{{"id", req.id}, {"role", TrialRoleName(req.role)}, {"config", cfg}, {"point", req.point.Label()}}
                                         .dump(2) + "\n"));
   auto model = s_.models->Resolve(req.config);
   auto launch = model ? s_.models->LaunchConfig(req.config) : Result<Config>(Fail(model.error()));
@@ -93,7 +96,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   ctx.hardware = s_.hardware;
   ctx.precision = req.config.GetOr("weights", "source");
   ctx.tool_version = "hone";
-  ctx.start_unix_us = sys::DefaultClock().WallMicros();
+  ctx.start_unix_us = clock_.WallMicros();
   Result<bench::RunOutput> out = Internal("not run");
   if (spec.workload.kind == "agentic") {
     ctx.kind = "agentic";
@@ -180,7 +183,7 @@ bool ServerTrialExecutor::NeedsKld(const Config& config) const {
   if (!s_.spec.accuracy.kld || s_.perplexity_binary.empty() || s_.adapter->name() != "llama.cpp") return false;
   for (const auto& [k, v] : config.values()) {
     const target::Knob* knob = s_.adapter->catalog().Find(k);
-    if (knob && (knob->accuracy_risk == "medium" || knob->accuracy_risk == "high") && v != knob->default_value) {
+    if (knob && target::ChangesNumerics(knob->accuracy_risk) && v != knob->default_value) {
       return true;
     }
   }
@@ -211,7 +214,7 @@ Result<std::pair<double, double>> ServerTrialExecutor::RunKld(const Config& conf
     argv.push_back("--kl-divergence");
   }
   for (const auto& f : RuntimeFlags(config)) argv.push_back(f);
-  HONE_ASSIGN_OR_RETURN(auto res, sys::RunCommand({.argv = argv}, 20min));
+  HONE_ASSIGN_OR_RETURN(auto res, runner_.Run({.argv = argv}, 20min));
   if (!res.status.success()) {
     return Fail(Error{ErrorCode::kFailedPrecondition, "llama-perplexity failed (" + res.status.ToString() + ")",
                       {{"output_tail", LastLines(res.output, 5)}}});

@@ -21,6 +21,8 @@
 #include "measure/model_store.h"
 #include "measure/trial.h"
 #include "spec/session_spec.h"
+#include "sys/clock.h"
+#include "sys/process.h"
 #include "target/adapter.h"
 
 namespace hone::measure {
@@ -36,6 +38,9 @@ struct ExecutorSetup {
   bench::ServerProfile profile;
   std::vector<bench::Trace> traces;  // agentic workloads
   std::string hardware;
+  // Time stamps and durations, and llama-perplexity runs; the real ones when null.
+  sys::Clock* clock = nullptr;
+  sys::ProcessRunner* runner = nullptr;
 };
 
 class ServerTrialExecutor final : public TrialExecutor {
@@ -57,6 +62,8 @@ class ServerTrialExecutor final : public TrialExecutor {
   Result<std::pair<double, double>> RunKld(const Config& config, bool make_base);
 
   ExecutorSetup s_;
+  sys::Clock& clock_;
+  sys::ProcessRunner& runner_;
   std::vector<Probe> probes_;
   std::string kld_base_;
   std::map<std::string, AccuracyOutcome> accuracy_cache_;  // config hash -> outcome

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"
@@ -66,6 +66,16 @@ TEST_F(ReportTest, MarkdownCarriesTheOutcomeStagesAndEvidence) {
   EXPECT_EQ(in_.trials.size(), static_cast<size_t>(state_.trials_run));
   ASSERT_FALSE(state_.sweep.empty());
   EXPECT_NE(md.find("## Sweep"), std::string::npos);
+}
+
+// The validated gain names the pairs that ran: the close validation is sequential and
+// may run more than min_pairs (it used to print min_pairs whatever ran).
+TEST_F(ReportTest, TheValidatedGainCountsThePairsThatRan) {
+  ASSERT_TRUE(state_.validated);
+  state_.validation_trials.clear();
+  for (int i = 0; i < 12; ++i) state_.validation_trials.push_back("t9" + std::to_string(100 + i));
+  std::string md = RenderMarkdown(in_);
+  EXPECT_NE(md.find(", 6 interleaved pairs)."), std::string::npos) << md.substr(0, 1500);
 }
 
 TEST_F(ReportTest, HtmlIsSelfContainedWithPlots) {
