@@ -172,7 +172,12 @@ void FleetDriver::Judge(SessionEntry& s, const JobStatus& st) {
   }
   if (outcome && outcome->has_state) why += "; session in " + outcome->phase + " after " + std::to_string(outcome->trials_run) + " trials";
   if (auto log = sys::ReadFile(LogPath(options_.fleet_dir, s.name))) {
+    // The session's own error line when it printed one (the job's "attempt N ended"
+    // line comes after it), else the log's last line.
     std::string tail(Trim(LastLines(*log, 1)));
+    if (size_t e = log->rfind("hone: error:"); e != std::string::npos) {
+      tail = std::string(Trim(log->substr(e, log->find('\n', e) - e)));
+    }
     if (!tail.empty()) why += "; log: " + tail.substr(0, 200);
   }
   if (state_.cancelled) {

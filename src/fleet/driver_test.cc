@@ -199,7 +199,9 @@ TEST_F(DriverTest, AFailedAttemptIsRetriedOnceThenRecordedWithItsReason) {
       if (name == "tiny-f16-fixed") {
         // Crashes every time, after its session had started.
         Started(name);
-        ASSERT_OK(sys::WriteFileAtomic(LogPath(dir_, name), "hone: error: llama-server crashed\n"));
+        // The job's own line comes last, after the session's error.
+        ASSERT_OK(sys::WriteFileAtomic(LogPath(dir_, name), "hone: error: llama-server crashed\n"
+                                                             "hone fleet job: tiny-f16-fixed attempt 1 ended: exit 1\n"));
         st = Finished(1);
         ++failures;
       } else if (name == "tiny-f16-agentic" && attempts[name] == 1) {

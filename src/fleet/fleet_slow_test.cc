@@ -177,6 +177,15 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
     if (!requeued) std::this_thread::sleep_for(500ms);
   }
   ASSERT_TRUE(requeued) << RunCmd({"scontrol", "show", "job", job}).output;
+  // Let the killed attempt end first (its job records the end): a job started again
+  // while the node still finishes the old one fails to launch ("Duplicate jobid": the
+  // node is drained and the job held).
+  for (int i = 0; i < 120; ++i) {
+    auto rec = ReadJobRecord(JobRecordPath(fleet_dir, victim));
+    if (rec && !rec->attempts.empty() && rec->attempts.back().finished_unix_us > 0) break;
+    std::this_thread::sleep_for(500ms);
+  }
+  std::this_thread::sleep_for(3s);
   (void)RunCmd({"scontrol", "update", "NodeName=" + node, "State=RESUME"});  // may already be back
   (void)RunCmd({"scontrol", "update", "JobId=" + job, "StartTime=now"});
 
@@ -202,7 +211,9 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
   EXPECT_TRUE(fs::exists(fleet_dir + "/fleet-report.md"));
   EXPECT_TRUE(fs::exists(fleet_dir + "/fleet-report.html"));
 
-  // The victim was requeued by Slurm (the same job, not a driver retry) and resumed.
+  // The victim was requeued by Slurm (the same job, not a driver retry) and its job ran
+  // `hone resume`. (Slurm's SIGTERM closes the session as "interrupted" first, so the
+  // resume finds it closed and ends at once: the session does not continue measuring.)
   ASSERT_OK_AND_ASSIGN(FleetState state, ReadFleetState(fleet_dir));
   int admitted = 0;
   for (const SessionEntry& s : state.sessions) {
@@ -234,8 +245,8 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
   ASSERT_OK_AND_ASSIGN(JobRecord parent, ReadJobRecord(JobRecordPath(fleet_dir, "tiny-f16-fixed")));
   ASSERT_OK_AND_ASSIGN(JobRecord child, ReadJobRecord(JobRecordPath(fleet_dir, "tiny-q8_0-fixed")));
   EXPECT_GE(child.attempts.front().started_unix_us, parent.attempts.back().finished_unix_us);
-  // Wave 0 went out as one job array.
-  auto batch = sys::ReadFile(fleet_dir + "/slurm/batch-1.sh");
+  // Wave 1 (two sessions) went out as one job array (batch-1.sh is wave 0's one job).
+  auto batch = sys::ReadFile(fleet_dir + "/slurm/batch-2.sh");
   ASSERT_TRUE(batch);
   EXPECT_TRUE(Contains(*batch, "#SBATCH --array=0-1")) << *batch;
   EXPECT_TRUE(Contains(*batch, "#SBATCH --requeue")) << *batch;
