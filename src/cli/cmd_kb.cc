@@ -1,8 +1,10 @@
-// `hone kb list|show|match|export|import`: the recipe knowledge base from the shell.
+// `hone kb list|show|match|export|import|migrate`: the recipe knowledge base from the
+// shell, in a SQLite file or a PostgreSQL database (--kb postgresql://...).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <set>
 
 #include "cli/commands.h"
 #include "core/strings.h"
@@ -16,18 +18,20 @@ namespace fs = std::filesystem;
 namespace {
 
 struct KbOpts {
-  std::string kb_path;  // empty: <cache>/kb.sqlite
+  std::string kb_path;  // a file or a postgresql:// URL; empty: <cache>/kb.sqlite
+  std::string to;       // migrate: the destination
   int64_t id = 0;
   std::string out;
   std::string in;
   kb::MatchQuery query;
 };
 
-Result<std::unique_ptr<kb::RecipeStore>> OpenStore(const KbOpts& o, const Context& ctx) {
+Result<std::unique_ptr<kb::RecipeStore>> OpenAt(const std::string& where, const Context& ctx) {
   HONE_ASSIGN_OR_RETURN(kb::KbRules rules, kb::LoadKbRules(ctx.data_dir));
-  fs::path path = o.kb_path.empty() ? ctx.cache_dir / "kb.sqlite" : fs::path(o.kb_path);
-  return kb::RecipeStore::Open(path, std::move(rules));
+  return kb::RecipeStore::OpenAt(where.empty() ? (ctx.cache_dir / "kb.sqlite").string() : where, std::move(rules));
 }
+
+Result<std::unique_ptr<kb::RecipeStore>> OpenStore(const KbOpts& o, const Context& ctx) { return OpenAt(o.kb_path, ctx); }
 
 std::string Pct(double fraction) {
   char buf[32];
@@ -164,14 +168,46 @@ int RunImport(const KbOpts& o, const Context& ctx) {
   return 0;
 }
 
+// Copies every recipe from one knowledge base to another (SQLite <-> PostgreSQL, or
+// file to file), then checks that the destination holds every source key.
+int RunMigrate(const KbOpts& o, const Context& ctx) {
+  auto from = OpenStore(o, ctx);
+  if (!from) return ReportError(from.error());
+  auto to = OpenAt(o.to, ctx);
+  if (!to) return ReportError(to.error());
+  if ((*from)->path() == (*to)->path()) {
+    return ReportError(Error{ErrorCode::kInvalidArgument, "--from and --to are the same knowledge base", {}});
+  }
+  auto stats = (*to)->CopyFrom(**from);
+  if (!stats) return ReportError(stats.error());
+  auto source = (*from)->List();
+  auto dest = (*to)->List();
+  if (!source) return ReportError(source.error());
+  if (!dest) return ReportError(dest.error());
+  std::set<std::string> keys;
+  for (const kb::Recipe& r : *dest) keys.insert(r.Key());
+  size_t missing = 0;
+  for (const kb::Recipe& r : *source) missing += keys.contains(r.Key()) ? 0 : 1;
+  std::printf("migrated %s (%s, %zu recipes) -> %s (%s, now %zu recipes): %lld added, %lld merged, %lld unchanged\n",
+              (*from)->path().c_str(), std::string(kb::DialectName((*from)->dialect())).c_str(), source->size(),
+              (*to)->path().c_str(), std::string(kb::DialectName((*to)->dialect())).c_str(), dest->size(),
+              static_cast<long long>(stats->added), static_cast<long long>(stats->merged),
+              static_cast<long long>(stats->unchanged));
+  if (missing > 0) {
+    return ReportError(Error{ErrorCode::kDataLoss, std::to_string(missing) + " recipe(s) missing after the copy", {}});
+  }
+  return 0;
+}
+
 }  // namespace
 
 Action RegisterKb(CLI::App& app, const Context& ctx) {
-  auto* cmd = app.add_subcommand("kb", "The recipe knowledge base: list, show, match, export, import");
+  auto* cmd = app.add_subcommand("kb", "The recipe knowledge base: list, show, match, export, import, migrate");
   cmd->require_subcommand(1);
   auto o = std::make_shared<KbOpts>();
   auto add_kb = [&](CLI::App* sub) {
-    sub->add_option("--kb", o->kb_path, "Recipe database (default: <cache>/kb.sqlite)");
+    sub->add_option("--kb", o->kb_path,
+                    "Knowledge base: a SQLite file or postgresql://user@host:port/db (default: <cache>/kb.sqlite)");
   };
   auto* list = cmd->add_subcommand("list", "List every recipe (active and demoted)");
   add_kb(list);
@@ -200,12 +236,16 @@ Action RegisterKb(CLI::App& app, const Context& ctx) {
   auto* imp = cmd->add_subcommand("import", "Read recipes from JSON lines; known recipes are merged, never duplicated");
   add_kb(imp);
   imp->add_option("file", o->in, "JSON lines file (from `hone kb export`)")->required();
+  auto* mig = cmd->add_subcommand("migrate", "Copy every recipe to another knowledge base (SQLite <-> PostgreSQL)");
+  mig->add_option("--from", o->kb_path, "Source: a SQLite file or a postgresql:// URL (default: <cache>/kb.sqlite)");
+  mig->add_option("--to", o->to, "Destination: a SQLite file or a postgresql:// URL")->required();
   return [=, &ctx]() -> int {
     if (list->parsed()) return RunList(*o, ctx);
     if (show->parsed()) return RunShow(*o, ctx);
     if (match->parsed()) return RunMatch(*o, ctx);
     if (exp->parsed()) return RunExport(*o, ctx);
     if (imp->parsed()) return RunImport(*o, ctx);
+    if (mig->parsed()) return RunMigrate(*o, ctx);
     return 2;
   };
 }

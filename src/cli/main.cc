@@ -82,6 +82,7 @@ int Main(int argc, char** argv) {
   add(RegisterKb);
   add(RegisterRoofline);
   add(RegisterSearch);
+  add(RegisterFleet);
 
   try {
     app.parse(argc, argv);

@@ -6,10 +6,11 @@
 
 #include "core/strings.h"
 #include "kb/jsonl.h"
-#include "testing/kb_recipes.h"
 #include "kb/store.h"
 #include "sys/files.h"
 #include "sys/process.h"
+#include "testing/kb_postgres.h"
+#include "testing/kb_recipes.h"
 #include "testing/test_util.h"
 
 namespace hone::kb {
@@ -127,6 +128,42 @@ TEST_F(KbCliTest, ErrorsAreOneLine) {
   r = Hone({"kb", "list", "--kb", Path("junk.sqlite")});
   EXPECT_EQ(r.status.code, 1);
   EXPECT_NE(r.output.find("not a valid database"), std::string::npos) << r.output;
+}
+
+// `hone kb migrate`: the default SQLite file -> PostgreSQL (when a server is there,
+// see scripts/test-services.sh) -> another SQLite file, listing the same recipes.
+TEST_F(KbCliTest, MigrateCopiesBetweenBackendsAndListsTheSame) {
+  Recipe a = TestRecipe("s-a");
+  Recipe b = TestRecipe("s-b");
+  b.identity.model = "llama-7b";
+  ASSERT_OK(sys::WriteFileAtomic(Path("two.jsonl"), RecipeToJsonLine(a) + "\n" + RecipeToJsonLine(b) + "\n"));
+  auto r = Hone({"kb", "import", Path("two.jsonl")});  // into the default <cache>/kb.sqlite
+  ASSERT_EQ(r.status.code, 0) << r.output;
+  auto pg = testing::PgTestDb::Create();
+  std::string middle = pg ? pg->url() : Path("middle.sqlite");
+  r = Hone({"kb", "migrate", "--to", middle});
+  ASSERT_EQ(r.status.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 added, 0 merged, 0 unchanged"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(pg ? "(postgresql, now 2 recipes)" : "(sqlite, now 2 recipes)"), std::string::npos)
+      << r.output;
+  r = Hone({"kb", "migrate", "--to", middle});  // again: nothing new
+  EXPECT_NE(r.output.find("0 added, 0 merged, 2 unchanged"), std::string::npos) << r.output;
+  r = Hone({"kb", "migrate", "--from", middle, "--to", Path("back.sqlite")});
+  ASSERT_EQ(r.status.code, 0) << r.output;
+  auto listed = [&](const std::string& where) {
+    auto l = Hone({"kb", "list", "--kb", where});
+    EXPECT_EQ(l.status.code, 0) << l.output;
+    return l.output.substr(l.output.find('\n'));  // without the header
+  };
+  EXPECT_EQ(listed(middle), listed(Path("back.sqlite")));
+  EXPECT_EQ(listed(Path("back.sqlite")), listed(Path("cache/kb.sqlite")));
+  r = Hone({"kb", "migrate", "--to", Path("cache/kb.sqlite")});
+  EXPECT_EQ(r.status.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the same knowledge base"), std::string::npos) << r.output;
+  r = Hone({"kb", "list", "--kb", "postgresql://hone@127.0.0.1:1/kb"});
+  EXPECT_EQ(r.status.code, 1) << r.output;
+  EXPECT_NE(r.output.find("hone: error: kb postgresql://hone@127.0.0.1:1/kb: cannot connect"), std::string::npos)
+      << r.output;
 }
 
 }  // namespace

@@ -55,12 +55,6 @@ Result<bool> SqliteStmt::Step() {
                           busy_timeout_));
 }
 
-Status SqliteStmt::Run() {
-  HONE_ASSIGN_OR_RETURN(bool row, Step());
-  (void)row;  // a write that returns a row (RETURNING) is not used here
-  return Ok();
-}
-
 void SqliteStmt::Reset() {
   sqlite3_reset(stmt_.get());
   sqlite3_clear_bindings(stmt_.get());
@@ -98,37 +92,19 @@ Status SqliteDb::Exec(std::string_view sql) {
   return Ok();
 }
 
-Result<SqliteStmt> SqliteDb::Prepare(std::string_view sql) {
+Result<Statement> SqliteDb::Prepare(std::string_view sql) {
   sqlite3_stmt* raw = nullptr;
   int rc = sqlite3_prepare_v2(db_.get(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
   SqliteStmtPtr stmt(raw);
   if (rc != SQLITE_OK) return Fail(ErrorFrom(rc, "preparing '" + std::string(sql.substr(0, 60)) + "'"));
-  return SqliteStmt(std::move(stmt), path_, busy_timeout_);
+  return Statement(std::make_unique<SqliteStmt>(std::move(stmt), path_, busy_timeout_));
 }
 
-Result<std::optional<int64_t>> SqliteDb::QueryInt(std::string_view sql) {
-  HONE_ASSIGN_OR_RETURN(SqliteStmt stmt, Prepare(sql));
-  HONE_ASSIGN_OR_RETURN(bool row, stmt.Step());
-  if (!row || stmt.IsNull(0)) return std::optional<int64_t>();
-  return std::optional<int64_t>(stmt.Int(0));
-}
-
-// ---- Transaction ----
-
-Result<Transaction> Transaction::BeginImmediate(SqliteDb& db) {
-  HONE_TRY(db.Exec("BEGIN IMMEDIATE"));
-  return Transaction(&db);
-}
-
-Status Transaction::Commit() {
-  if (db_ == nullptr) return FailedPrecondition("kb: commit of a finished transaction");
-  HONE_TRY(db_->Exec("COMMIT"));
-  db_ = nullptr;
-  return Ok();
-}
-
-Transaction::~Transaction() {
-  if (db_ != nullptr) (void)db_->Exec("ROLLBACK");  // nothing more to do if this fails: the connection closes
+Result<bool> SqliteDb::TableExists(std::string_view name) {
+  HONE_ASSIGN_OR_RETURN(Statement s, Prepare("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1"));
+  HONE_TRY(s.BindAll(name));
+  HONE_ASSIGN_OR_RETURN(bool row, s.Step());
+  return row && s.Int(0) > 0;
 }
 
 }  // namespace hone::kb

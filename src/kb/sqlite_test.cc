@@ -25,13 +25,13 @@ class SqliteTest : public ::testing::Test {
 TEST_F(SqliteTest, BindsStepsAndReadsBack) {
   ASSERT_OK_AND_ASSIGN(SqliteDb db, SqliteDb::Open(Path("a.db"), 1000ms));
   ASSERT_OK(db.Exec("CREATE TABLE t (i INTEGER, d REAL, s TEXT)"));
-  ASSERT_OK_AND_ASSIGN(SqliteStmt ins, db.Prepare("INSERT INTO t VALUES (?1, ?2, ?3)"));
+  ASSERT_OK_AND_ASSIGN(Statement ins, db.Prepare("INSERT INTO t VALUES (?1, ?2, ?3)"));
   ASSERT_OK(ins.BindAll(int64_t{7}, 2.5, std::string("it's")));
   ASSERT_OK(ins.Run());
   ins.Reset();
   ASSERT_OK(ins.BindAll(8, 0.0, std::nullopt));
   ASSERT_OK(ins.Run());
-  ASSERT_OK_AND_ASSIGN(SqliteStmt sel, db.Prepare("SELECT i, d, s FROM t ORDER BY i"));
+  ASSERT_OK_AND_ASSIGN(Statement sel, db.Prepare("SELECT i, d, s FROM t ORDER BY i"));
   ASSERT_OK_AND_ASSIGN(bool row, sel.Step());
   ASSERT_TRUE(row);
   EXPECT_EQ(sel.Int(0), 7);

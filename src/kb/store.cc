@@ -7,6 +7,7 @@
 
 #include "core/strings.h"
 #include "kb/jsonl.h"
+#include "kb/postgres.h"
 #include "kb/schema.h"
 #include "sys/files.h"
 
@@ -20,7 +21,7 @@ constexpr std::string_view kRecipeColumns =
     "objective_unit, higher_is_better, objective_trials, baseline_value, baseline_trials, hone_version, session_id, "
     "measured_at, status, reproduce_count, demoted_reason, updated_at";
 
-Recipe RowToRecipe(const SqliteStmt& s) {
+Recipe RowToRecipe(const Statement& s) {
   Recipe r;
   r.id = s.Int(0);
   int col = 1;
@@ -81,7 +82,7 @@ Result<std::unique_ptr<RecipeStore>> RecipeStore::Open(const std::filesystem::pa
   int64_t deadline_ns = clock.MonoNanos() + options.busy_timeout.count() * 1'000'000;
   std::string mode;
   while (true) {
-    HONE_ASSIGN_OR_RETURN(SqliteStmt pragma, db.Prepare("PRAGMA journal_mode=WAL"));
+    HONE_ASSIGN_OR_RETURN(Statement pragma, db.Prepare("PRAGMA journal_mode=WAL"));
     auto row = pragma.Step();
     if (row) {
       mode = *row ? ToLower(pragma.Text(0)) : "";
@@ -98,7 +99,26 @@ Result<std::unique_ptr<RecipeStore>> RecipeStore::Open(const std::filesystem::pa
   }
   // FULL: a committed recipe survives power loss, not only a process crash.
   HONE_TRY(db.Exec("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;"));
-  HONE_ASSIGN_OR_RETURN(int found, Migrate(db));
+  return OpenDatabase(std::make_unique<SqliteDb>(std::move(db)), std::move(rules), std::move(options));
+}
+
+Result<std::unique_ptr<RecipeStore>> RecipeStore::OpenAt(const std::string& location, KbRules rules,
+                                                         StoreOptions options) {
+  if (IsPostgresUrl(location)) {
+    HONE_ASSIGN_OR_RETURN(std::unique_ptr<PgDb> db, PgDb::Connect(location, options.busy_timeout));
+    return OpenDatabase(std::move(db), std::move(rules), std::move(options));
+  }
+  if (location.find("://") != std::string::npos) {
+    return InvalidArgument("kb " + RedactUrl(location) +
+                           ": unknown database URL (a file path, or postgresql://user@host:port/database)");
+  }
+  std::string path = location.starts_with("sqlite:") ? location.substr(7) : location;
+  return Open(path, std::move(rules), std::move(options));
+}
+
+Result<std::unique_ptr<RecipeStore>> RecipeStore::OpenDatabase(std::unique_ptr<Database> db, KbRules rules,
+                                                               StoreOptions options) {
+  HONE_ASSIGN_OR_RETURN(int found, Migrate(*db));
   auto store = std::unique_ptr<RecipeStore>(new RecipeStore(std::move(db), std::move(rules), std::move(options)));
   store->opened_at_version_ = found;
   return store;
@@ -117,7 +137,7 @@ Status RecipeStore::CommitWrite(Transaction& txn) {
 // ---- reading ----
 
 Result<std::optional<int64_t>> RecipeStore::FindByKey(const std::string& key) {
-  HONE_ASSIGN_OR_RETURN(SqliteStmt s, db_.Prepare("SELECT id FROM recipes WHERE recipe_key = ?1"));
+  HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("SELECT id FROM recipes WHERE recipe_key = ?1"));
   HONE_TRY(s.BindAll(key));
   HONE_ASSIGN_OR_RETURN(bool row, s.Step());
   if (!row) return std::optional<int64_t>();
@@ -125,14 +145,14 @@ Result<std::optional<int64_t>> RecipeStore::FindByKey(const std::string& key) {
 }
 
 Result<Recipe> RecipeStore::LoadLocked(int64_t id) {
-  HONE_ASSIGN_OR_RETURN(SqliteStmt s,
-                        db_.Prepare("SELECT " + std::string(kRecipeColumns) + " FROM recipes WHERE id = ?1"));
+  HONE_ASSIGN_OR_RETURN(Statement s,
+                        db_->Prepare("SELECT " + std::string(kRecipeColumns) + " FROM recipes WHERE id = ?1"));
   HONE_TRY(s.BindAll(id));
   HONE_ASSIGN_OR_RETURN(bool row, s.Step());
-  if (!row) return NotFound("kb " + db_.path() + ": no recipe #" + std::to_string(id));
+  if (!row) return NotFound("kb " + db_->path() + ": no recipe #" + std::to_string(id));
   Recipe r = RowToRecipe(s);
 
-  HONE_ASSIGN_OR_RETURN(SqliteStmt c, db_.Prepare("SELECT knob, value FROM recipe_config WHERE recipe_id = ?1"));
+  HONE_ASSIGN_OR_RETURN(Statement c, db_->Prepare("SELECT knob, value FROM recipe_config WHERE recipe_id = ?1"));
   HONE_TRY(c.BindAll(id));
   while (true) {
     HONE_ASSIGN_OR_RETURN(bool more, c.Step());
@@ -140,8 +160,8 @@ Result<Recipe> RecipeStore::LoadLocked(int64_t id) {
     r.config.Set(c.Text(0), c.Text(1));
   }
   HONE_ASSIGN_OR_RETURN(
-      SqliteStmt l,
-      db_.Prepare("SELECT knob, value, effect, effect_ci_lo, effect_ci_hi, trial_ids FROM learnings "
+      Statement l,
+      db_->Prepare("SELECT knob, value, effect, effect_ci_lo, effect_ci_hi, trial_ids FROM learnings "
                   "WHERE recipe_id = ?1 ORDER BY id"));
   HONE_TRY(l.BindAll(id));
   while (true) {
@@ -149,16 +169,16 @@ Result<Recipe> RecipeStore::LoadLocked(int64_t id) {
     if (!more) break;
     r.learnings.push_back({l.Text(0), l.Text(1), l.Double(2), l.Double(3), l.Double(4), SplitTrialIds(l.Text(5))});
   }
-  HONE_ASSIGN_OR_RETURN(SqliteStmt f,
-                        db_.Prepare("SELECT id, kind, detail, trial_ids FROM failures WHERE recipe_id = ?1 ORDER BY id"));
-  HONE_ASSIGN_OR_RETURN(SqliteStmt fc, db_.Prepare("SELECT knob, value FROM failure_config WHERE failure_id = ?1"));
+  HONE_ASSIGN_OR_RETURN(Statement f,
+                        db_->Prepare("SELECT id, kind, detail, trial_ids FROM failures WHERE recipe_id = ?1 ORDER BY id"));
+  HONE_ASSIGN_OR_RETURN(Statement fc, db_->Prepare("SELECT knob, value FROM failure_config WHERE failure_id = ?1"));
   HONE_TRY(f.BindAll(id));
   while (true) {
     HONE_ASSIGN_OR_RETURN(bool more, f.Step());
     if (!more) break;
     Failure x;
     auto kind = ParseFailureKind(f.Text(1));
-    if (!kind) return Fail(std::move(kind).error().Wrap("kb " + db_.path() + ": recipe #" + std::to_string(id)));
+    if (!kind) return Fail(std::move(kind).error().Wrap("kb " + db_->path() + ": recipe #" + std::to_string(id)));
     x.kind = *kind;
     x.detail = f.Text(2);
     x.trial_ids = SplitTrialIds(f.Text(3));
@@ -172,8 +192,8 @@ Result<Recipe> RecipeStore::LoadLocked(int64_t id) {
     r.failures.push_back(std::move(x));
   }
   HONE_ASSIGN_OR_RETURN(
-      SqliteStmt h,
-      db_.Prepare("SELECT event, session_id, hone_version, date, objective_value, baseline_value, trial_ids, detail "
+      Statement h,
+      db_->Prepare("SELECT event, session_id, hone_version, date, objective_value, baseline_value, trial_ids, detail "
                   "FROM recipe_history WHERE recipe_id = ?1 ORDER BY id"));
   HONE_TRY(h.BindAll(id));
   while (true) {
@@ -193,9 +213,9 @@ Result<Recipe> RecipeStore::Get(int64_t id) {
 Result<std::vector<Recipe>> RecipeStore::List() {
   std::lock_guard lock(mu_);
   // Read the ids and the recipes in one read transaction: a consistent snapshot.
-  HONE_TRY(db_.Exec("BEGIN"));
+  HONE_TRY(db_->BeginRead());
   auto list = [&]() -> Result<std::vector<Recipe>> {
-    HONE_ASSIGN_OR_RETURN(SqliteStmt s, db_.Prepare("SELECT id FROM recipes ORDER BY id"));
+    HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("SELECT id FROM recipes ORDER BY id"));
     std::vector<int64_t> ids;
     while (true) {
       HONE_ASSIGN_OR_RETURN(bool row, s.Step());
@@ -209,13 +229,13 @@ Result<std::vector<Recipe>> RecipeStore::List() {
     }
     return out;
   }();
-  (void)db_.Exec("COMMIT");  // read-only: nothing to lose
+  (void)db_->Exec("COMMIT");  // read-only: nothing to lose
   return list;
 }
 
 Result<int64_t> RecipeStore::Count() {
   std::lock_guard lock(mu_);
-  HONE_ASSIGN_OR_RETURN(std::optional<int64_t> n, db_.QueryInt("SELECT count(*) FROM recipes"));
+  HONE_ASSIGN_OR_RETURN(std::optional<int64_t> n, db_->QueryInt("SELECT count(*) FROM recipes"));
   return n.value_or(0);
 }
 
@@ -223,22 +243,22 @@ Result<int64_t> RecipeStore::Count() {
 
 Status RecipeStore::InsertChildren(int64_t id, const std::vector<Learning>& learnings,
                                    const std::vector<Failure>& failures) {
-  HONE_ASSIGN_OR_RETURN(SqliteStmt l, db_.Prepare("INSERT INTO learnings (recipe_id, knob, value, effect, effect_ci_lo, "
+  HONE_ASSIGN_OR_RETURN(Statement l, db_->Prepare("INSERT INTO learnings (recipe_id, knob, value, effect, effect_ci_lo, "
                                                   "effect_ci_hi, trial_ids) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
   for (const Learning& x : learnings) {
     l.Reset();
     HONE_TRY(l.BindAll(id, x.knob, x.value, x.effect, x.effect_ci_lo, x.effect_ci_hi, JoinTrialIds(x.trial_ids)));
     HONE_TRY(l.Run());
   }
-  HONE_ASSIGN_OR_RETURN(SqliteStmt f, db_.Prepare("INSERT INTO failures (recipe_id, kind, detail, trial_ids) "
+  HONE_ASSIGN_OR_RETURN(Statement f, db_->Prepare("INSERT INTO failures (recipe_id, kind, detail, trial_ids) "
                                                   "VALUES (?1, ?2, ?3, ?4)"));
-  HONE_ASSIGN_OR_RETURN(SqliteStmt fc,
-                        db_.Prepare("INSERT INTO failure_config (failure_id, knob, value) VALUES (?1, ?2, ?3)"));
+  HONE_ASSIGN_OR_RETURN(Statement fc,
+                        db_->Prepare("INSERT INTO failure_config (failure_id, knob, value) VALUES (?1, ?2, ?3)"));
   for (const Failure& x : failures) {
     f.Reset();
     HONE_TRY(f.BindAll(id, FailureKindName(x.kind), x.detail, JoinTrialIds(x.trial_ids)));
     HONE_TRY(f.Run());
-    int64_t failure_id = db_.LastInsertRowId();
+    HONE_ASSIGN_OR_RETURN(int64_t failure_id, db_->LastInsertId());
     for (const auto& [k, v] : x.config_delta.values()) {
       fc.Reset();
       HONE_TRY(fc.BindAll(failure_id, k, v));
@@ -249,8 +269,8 @@ Status RecipeStore::InsertChildren(int64_t id, const std::vector<Learning>& lear
 }
 
 Status RecipeStore::AddHistory(int64_t id, const HistoryEvent& e) {
-  HONE_ASSIGN_OR_RETURN(SqliteStmt s,
-                        db_.Prepare("INSERT INTO recipe_history (recipe_id, event, session_id, hone_version, date, "
+  HONE_ASSIGN_OR_RETURN(Statement s,
+                        db_->Prepare("INSERT INTO recipe_history (recipe_id, event, session_id, hone_version, date, "
                                     "objective_value, baseline_value, trial_ids, detail) "
                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
   HONE_TRY(s.BindAll(id, e.event, e.session_id, e.hone_version, e.date, e.objective_value, e.baseline_value,
@@ -260,8 +280,8 @@ Status RecipeStore::AddHistory(int64_t id, const HistoryEvent& e) {
 
 Result<int64_t> RecipeStore::InsertLocked(const Recipe& r, const std::string& now) {
   HONE_ASSIGN_OR_RETURN(
-      SqliteStmt s,
-      db_.Prepare("INSERT INTO recipes (recipe_key, model, hardware, framework, model_type, architecture, "
+      Statement s,
+      db_->Prepare("INSERT INTO recipes (recipe_key, model, hardware, framework, model_type, architecture, "
                   "framework_version, precision, workload_kind, concurrency, isl, osl, trace_id, objective_name, "
                   "objective_value, objective_ci_lo, objective_ci_hi, objective_unit, higher_is_better, "
                   "objective_trials, baseline_value, baseline_trials, hone_version, session_id, measured_at, status, "
@@ -276,9 +296,9 @@ Result<int64_t> RecipeStore::InsertLocked(const Recipe& r, const std::string& no
                      r.provenance.session_id, r.provenance.date, RecipeStatusName(r.status), r.reproduce_count,
                      r.demoted_reason, now));
   HONE_TRY(s.Run());
-  int64_t id = db_.LastInsertRowId();
-  HONE_ASSIGN_OR_RETURN(SqliteStmt c,
-                        db_.Prepare("INSERT INTO recipe_config (recipe_id, knob, value) VALUES (?1, ?2, ?3)"));
+  HONE_ASSIGN_OR_RETURN(int64_t id, db_->LastInsertId());
+  HONE_ASSIGN_OR_RETURN(Statement c,
+                        db_->Prepare("INSERT INTO recipe_config (recipe_id, knob, value) VALUES (?1, ?2, ?3)"));
   for (const auto& [k, v] : r.config.values()) {
     c.Reset();
     HONE_TRY(c.BindAll(id, k, v));
@@ -291,8 +311,8 @@ Result<int64_t> RecipeStore::InsertLocked(const Recipe& r, const std::string& no
 Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const std::string& now) {
   HONE_ASSIGN_OR_RETURN(Recipe old, LoadLocked(id));
   HONE_ASSIGN_OR_RETURN(
-      SqliteStmt s,
-      db_.Prepare("UPDATE recipes SET objective_name = ?2, objective_value = ?3, objective_ci_lo = ?4, "
+      Statement s,
+      db_->Prepare("UPDATE recipes SET objective_name = ?2, objective_value = ?3, objective_ci_lo = ?4, "
                   "objective_ci_hi = ?5, objective_unit = ?6, higher_is_better = ?7, objective_trials = ?8, "
                   "baseline_value = ?9, baseline_trials = ?10, hone_version = ?11, session_id = ?12, measured_at = ?13, "
                   "status = 'active', demoted_reason = '', reproduce_count = reproduce_count + 1, updated_at = ?14 "
@@ -303,14 +323,14 @@ Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const s
                      r.provenance.date, now));
   HONE_TRY(s.Run());
   // Newer learnings/failures replace older ones about the same knob value / config.
-  HONE_ASSIGN_OR_RETURN(SqliteStmt dl,
-                        db_.Prepare("DELETE FROM learnings WHERE recipe_id = ?1 AND knob = ?2 AND value = ?3"));
+  HONE_ASSIGN_OR_RETURN(Statement dl,
+                        db_->Prepare("DELETE FROM learnings WHERE recipe_id = ?1 AND knob = ?2 AND value = ?3"));
   for (const Learning& l : r.learnings) {
     dl.Reset();
     HONE_TRY(dl.BindAll(id, l.knob, l.value));
     HONE_TRY(dl.Run());
   }
-  HONE_ASSIGN_OR_RETURN(SqliteStmt ids, db_.Prepare("SELECT id FROM failures WHERE recipe_id = ?1 ORDER BY id"));
+  HONE_ASSIGN_OR_RETURN(Statement ids, db_->Prepare("SELECT id FROM failures WHERE recipe_id = ?1 ORDER BY id"));
   HONE_TRY(ids.BindAll(id));
   std::vector<int64_t> failure_ids;
   while (true) {
@@ -318,7 +338,7 @@ Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const s
     if (!row) break;
     failure_ids.push_back(ids.Int(0));
   }
-  HONE_ASSIGN_OR_RETURN(SqliteStmt df, db_.Prepare("DELETE FROM failures WHERE id = ?1"));
+  HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
   for (size_t i = 0; i < old.failures.size() && i < failure_ids.size(); ++i) {
     for (const Failure& f : r.failures) {
       if (f.kind == old.failures[i].kind && f.config_delta == old.failures[i].config_delta) {
@@ -357,7 +377,7 @@ Result<Admission> RecipeStore::Admit(const AdmissionRequest& req) {
   r.reproduce_count = 0;
   r.history.clear();
   if (r.provenance.date.empty()) r.provenance.date = now;
-  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(db_));
+  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
   HONE_ASSIGN_OR_RETURN(std::optional<int64_t> existing, FindByKey(r.Key()));
   if (existing) {
     HONE_ASSIGN_OR_RETURN(a, UpdateLocked(*existing, r, now));
@@ -375,7 +395,7 @@ Result<Admission> RecipeStore::Admit(const AdmissionRequest& req) {
 
 Result<ReplayVerdict> RecipeStore::RecordReplay(int64_t id, const ReplayOutcome& outcome) {
   std::lock_guard lock(mu_);
-  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(db_));
+  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
   HONE_ASSIGN_OR_RETURN(Recipe r, LoadLocked(id));
   ReplayVerdict v = JudgeReplay(r, outcome, rules_.admission);
   std::string now = Now();
@@ -385,14 +405,14 @@ Result<ReplayVerdict> RecipeStore::RecordReplay(int64_t id, const ReplayOutcome&
     e.event = v.same_point ? "reproduced" : "transferred";
     if (!v.same_point) e.detail += " at " + outcome.identity.CanonicalId() + " " + outcome.workload.ToString();
     if (v.same_point) {
-      HONE_ASSIGN_OR_RETURN(SqliteStmt s, db_.Prepare("UPDATE recipes SET reproduce_count = reproduce_count + 1, "
+      HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("UPDATE recipes SET reproduce_count = reproduce_count + 1, "
                                                       "updated_at = ?2 WHERE id = ?1"));
       HONE_TRY(s.BindAll(id, now));
       HONE_TRY(s.Run());
     }
   } else if (v.same_point) {
     e.event = "not_reproduced";
-    HONE_ASSIGN_OR_RETURN(SqliteStmt s, db_.Prepare("UPDATE recipes SET status = 'demoted', demoted_reason = ?2, "
+    HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("UPDATE recipes SET status = 'demoted', demoted_reason = ?2, "
                                                     "updated_at = ?3 WHERE id = ?1"));
     HONE_TRY(s.BindAll(id, "not reproduced in session " + outcome.session_id + ": " + v.reason, now));
     HONE_TRY(s.Run());
@@ -408,10 +428,10 @@ Result<ReplayVerdict> RecipeStore::RecordReplay(int64_t id, const ReplayOutcome&
 
 Status RecipeStore::Demote(int64_t id, const std::string& reason, const std::string& session_id) {
   std::lock_guard lock(mu_);
-  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(db_));
+  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
   HONE_ASSIGN_OR_RETURN(Recipe r, LoadLocked(id));
   std::string now = Now();
-  HONE_ASSIGN_OR_RETURN(SqliteStmt s, db_.Prepare("UPDATE recipes SET status = 'demoted', demoted_reason = ?2, "
+  HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("UPDATE recipes SET status = 'demoted', demoted_reason = ?2, "
                                                   "updated_at = ?3 WHERE id = ?1"));
   HONE_TRY(s.BindAll(id, reason, now));
   HONE_TRY(s.Run());
@@ -425,7 +445,7 @@ Result<std::vector<RecipeStore::Candidate>> RecipeStore::Candidates(const MatchQ
   // Fields that no step relaxes must be equal: filter on them in SQL (indexed), and
   // score the rest in C++.
   std::string sql = "SELECT id, model, hardware, framework, model_type, architecture, framework_version, precision, "
-                    "workload_kind, concurrency, isl, osl, trace_id, status, updated_at FROM recipes WHERE 1";
+                    "workload_kind, concurrency, isl, osl, trace_id, status, updated_at FROM recipes WHERE 1 = 1";
   std::vector<std::string> binds;
   for (MatchField f : kMatchFields) {
     bool relaxed_somewhere = false;
@@ -436,7 +456,7 @@ Result<std::vector<RecipeStore::Candidate>> RecipeStore::Candidates(const MatchQ
   }
   if (!include_demoted) sql += " AND status = 'active'";
   sql += " ORDER BY id";
-  HONE_ASSIGN_OR_RETURN(SqliteStmt s, db_.Prepare(sql));
+  HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare(sql));
   for (size_t i = 0; i < binds.size(); ++i) HONE_TRY(s.Bind(static_cast<int>(i + 1), binds[i]));
   std::vector<Candidate> out;
   while (true) {
@@ -560,8 +580,8 @@ Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::s
   std::vector<std::string> what;
   if (in.provenance.date > local.provenance.date) {
     HONE_ASSIGN_OR_RETURN(
-        SqliteStmt s,
-        db_.Prepare("UPDATE recipes SET objective_name = ?2, objective_value = ?3, objective_ci_lo = ?4, "
+        Statement s,
+        db_->Prepare("UPDATE recipes SET objective_name = ?2, objective_value = ?3, objective_ci_lo = ?4, "
                     "objective_ci_hi = ?5, objective_unit = ?6, higher_is_better = ?7, objective_trials = ?8, "
                     "baseline_value = ?9, baseline_trials = ?10, hone_version = ?11, session_id = ?12, "
                     "measured_at = ?13 WHERE id = ?1"));
@@ -598,21 +618,21 @@ Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::s
   }
   if (new_events > 0) what.push_back(std::to_string(new_events) + " history event(s)");
   if (in.reproduce_count > local.reproduce_count) {
-    HONE_ASSIGN_OR_RETURN(SqliteStmt s, db_.Prepare("UPDATE recipes SET reproduce_count = ?2 WHERE id = ?1"));
+    HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("UPDATE recipes SET reproduce_count = ?2 WHERE id = ?1"));
     HONE_TRY(s.BindAll(id, in.reproduce_count));
     HONE_TRY(s.Run());
     what.push_back("reproduce count " + std::to_string(in.reproduce_count));
   }
   // Conservative: another machine that saw it fail to reproduce demotes it here too.
   if (in.status == RecipeStatus::kDemoted && local.status == RecipeStatus::kActive) {
-    HONE_ASSIGN_OR_RETURN(SqliteStmt s,
-                          db_.Prepare("UPDATE recipes SET status = 'demoted', demoted_reason = ?2 WHERE id = ?1"));
+    HONE_ASSIGN_OR_RETURN(Statement s,
+                          db_->Prepare("UPDATE recipes SET status = 'demoted', demoted_reason = ?2 WHERE id = ?1"));
     HONE_TRY(s.BindAll(id, "imported: " + in.demoted_reason));
     HONE_TRY(s.Run());
     what.push_back("demoted");
   }
   if (what.empty()) return false;
-  HONE_ASSIGN_OR_RETURN(SqliteStmt u, db_.Prepare("UPDATE recipes SET updated_at = ?2 WHERE id = ?1"));
+  HONE_ASSIGN_OR_RETURN(Statement u, db_->Prepare("UPDATE recipes SET updated_at = ?2 WHERE id = ?1"));
   HONE_TRY(u.BindAll(id, now));
   HONE_TRY(u.Run());
   HONE_TRY(AddHistory(id, {"imported", in.provenance.session_id, in.provenance.hone_version, now, in.objective.value,
@@ -628,10 +648,20 @@ Result<ImportStats> RecipeStore::ImportJsonl(std::string_view text, std::string_
       return Fail(std::move(shape).error().Wrap(std::string(source_name) + ": recipe " + std::to_string(i + 1)));
     }
   }
+  return ImportRecipes(recipes, "imported from " + std::string(source_name), /*record_import=*/true);
+}
+
+Result<ImportStats> RecipeStore::CopyFrom(RecipeStore& source) {
+  HONE_ASSIGN_OR_RETURN(std::vector<Recipe> recipes, source.List());
+  return ImportRecipes(recipes, "migrated from " + source.path(), /*record_import=*/false);
+}
+
+Result<ImportStats> RecipeStore::ImportRecipes(const std::vector<Recipe>& recipes, const std::string& what,
+                                               bool record_import) {
   std::lock_guard lock(mu_);
   std::string now = Now();
   ImportStats stats;
-  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(db_));
+  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
   for (const Recipe& r : recipes) {
     HONE_ASSIGN_OR_RETURN(std::optional<int64_t> existing, FindByKey(r.Key()));
     if (existing) {
@@ -639,10 +669,14 @@ Result<ImportStats> RecipeStore::ImportJsonl(std::string_view text, std::string_
       ++(changed ? stats.merged : stats.unchanged);
       continue;
     }
+    // A new recipe keeps its own status, counts and history; an import adds one
+    // event saying where it came from, a migration copies it as it was.
     HONE_ASSIGN_OR_RETURN(int64_t id, InsertLocked(r, now));
     for (const HistoryEvent& e : r.history) HONE_TRY(AddHistory(id, e));
-    HONE_TRY(AddHistory(id, {"imported", r.provenance.session_id, r.provenance.hone_version, now, r.objective.value,
-                             r.baseline.value, {}, "imported from " + std::string(source_name)}));
+    if (record_import) {
+      HONE_TRY(AddHistory(id, {"imported", r.provenance.session_id, r.provenance.hone_version, now, r.objective.value,
+                               r.baseline.value, {}, what}));
+    }
     ++stats.added;
   }
   HONE_TRY(CommitWrite(txn));

@@ -1,11 +1,14 @@
-// RecipeStore: the recipe knowledge base, one SQLite file shared by every session on
-// a machine (default <cache>/kb.sqlite).
+// RecipeStore: the recipe knowledge base, either one SQLite file shared by every
+// session on a machine (default <cache>/kb.sqlite), or one PostgreSQL database shared
+// by every session of a cluster (kb: {url: postgresql://...}). Both hold the same
+// schema, migrated on open (kb/schema.h), and behave the same (kb/db.h).
 //
-// The file runs in WAL mode with synchronous=FULL and a busy timeout, and every write
-// is one BEGIN IMMEDIATE transaction: several processes may read and write the same
-// file at once, a writer waits for another (up to the busy timeout, then kUnavailable),
-// and a process killed mid-write leaves no partial recipe (the transaction never
-// committed). The schema is migrated on open (kb/schema.h).
+// A SQLite file runs in WAL mode with synchronous=FULL and a busy timeout. Every write
+// is one transaction holding the knowledge base's single writer lock (SQLite's BEGIN
+// IMMEDIATE, PostgreSQL's advisory lock): several processes, on one host or many, may
+// read and write at once, a writer waits for another (up to the busy timeout, then
+// kUnavailable), and a process killed mid-write leaves no partial recipe (the
+// transaction never committed).
 //
 // Admit() takes only validated results (kb/admission.h) and never duplicates: the same
 // identity + workload + config updates the stored recipe and appends to its history.
@@ -32,6 +35,7 @@
 #include "kb/match.h"
 #include "kb/recipe.h"
 #include "kb/rules.h"
+#include "kb/db.h"
 #include "kb/sqlite.h"
 #include "sys/clock.h"
 
@@ -58,10 +62,20 @@ class RecipeStore {
   // a schema newer than this build.
   static Result<std::unique_ptr<RecipeStore>> Open(const std::filesystem::path& path, KbRules rules,
                                                    StoreOptions options = {});
+  // Opens the knowledge base at `location`: a postgresql:// (or postgres://) URL, or
+  // a SQLite file path (optionally "sqlite:PATH"). kUnavailable when the server cannot
+  // be reached, kInvalidArgument for another URL scheme.
+  static Result<std::unique_ptr<RecipeStore>> OpenAt(const std::string& location, KbRules rules,
+                                                     StoreOptions options = {});
+  // Migrates and wraps an open database (either backend).
+  static Result<std::unique_ptr<RecipeStore>> OpenDatabase(std::unique_ptr<Database> db, KbRules rules,
+                                                           StoreOptions options = {});
   RecipeStore(const RecipeStore&) = delete;
   RecipeStore& operator=(const RecipeStore&) = delete;
 
-  const std::string& path() const { return db_.path(); }
+  // The file path, or the URL without its password.
+  const std::string& path() const { return db_->path(); }
+  Dialect dialect() const { return db_->dialect(); }
   const KbRules& rules() const { return rules_; }
   // The schema version the file had before this open migrated it (0: new file).
   int opened_at_version() const { return opened_at_version_; }
@@ -93,10 +107,15 @@ class RecipeStore {
   Result<std::string> ExportJsonl();
   // Imports JSON lines in one transaction (all or nothing); existing keys are merged.
   Result<ImportStats> ImportJsonl(std::string_view text, std::string_view source_name);
+  // Copies every recipe of `source` (another backend, or another file) into this
+  // store in one transaction (`hone kb migrate`): a new key is copied as it was (its
+  // status, counts and whole history); an existing key is merged as an import merges.
+  // Running it twice adds nothing.
+  Result<ImportStats> CopyFrom(RecipeStore& source);
 
  private:
   struct Candidate;
-  RecipeStore(SqliteDb db, KbRules rules, StoreOptions options)
+  RecipeStore(std::unique_ptr<Database> db, KbRules rules, StoreOptions options)
       : db_(std::move(db)), rules_(std::move(rules)), options_(std::move(options)) {}
 
   std::string Now();
@@ -109,9 +128,10 @@ class RecipeStore {
   Status AddHistory(int64_t id, const HistoryEvent& e);
   Result<Admission> UpdateLocked(int64_t id, const Recipe& r, const std::string& now);
   Result<bool> MergeLocked(int64_t id, const Recipe& incoming, const std::string& now);
+  Result<ImportStats> ImportRecipes(const std::vector<Recipe>& recipes, const std::string& what, bool record_import);
 
   std::mutex mu_;
-  SqliteDb db_;  // GUARDED_BY(mu_)
+  std::unique_ptr<Database> db_;  // GUARDED_BY(mu_)
   KbRules rules_;
   StoreOptions options_;
   int opened_at_version_ = 0;

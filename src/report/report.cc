@@ -527,7 +527,11 @@ std::string RenderSummaryJson(const ReportInput& in) {
             {"trials_run", s.trials_run},
             {"hardware", in.hardware},
             {"framework_version", in.framework_version},
-            {"model", in.model}};
+            {"model", in.model},
+            {"model_parameters", in.model_parameters},
+            {"precision", in.precision},
+            {"warm_replay", s.warm_replay},
+            {"kb_result", s.kb_result}};
   return j.dump(2) + "\n";
 }
 

@@ -10,6 +10,7 @@
 // launch command, and every trial.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ struct ReportInput {
   std::string hardware;
   std::string framework_version;
   std::string model;
+  uint64_t model_parameters = 0;              // weights in the model file (0: unknown)
+  std::string precision;                      // the stock's weight precision (knowledge-base identity)
   std::string search_summary;                 // the proposer's description
 };
 

@@ -24,7 +24,9 @@ kb::Identity SessionIdentity(const spec::SessionSpec& spec, const std::string& h
   if (auto f = model::ReadGguf(model_path)) id.model_type = f->Str("general.architecture").value_or("llama");
   id.architecture = id.model_type == "llama" ? "LlamaForCausalLM" : id.model_type;
   id.framework_version = target::NumericVersion(engine_version);
-  id.precision = base_precision;
+  // The stock's weight precision: a base_config `weights` (a fleet's precision axis)
+  // names it, else the model file's own type.
+  id.precision = spec.target.base_config.Get("weights").value_or(base_precision);
   return id;
 }
 
@@ -43,10 +45,12 @@ kb::Workload SessionWorkload(const spec::SessionSpec& spec) {
 Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSpec& spec, const RunContext& ctx) {
   if (!spec.kb.enabled) return std::unique_ptr<kb::RecipeStore>();
   HONE_ASSIGN_OR_RETURN(kb::KbRules rules, kb::LoadKbRules(ctx.data_dir));
-  std::string path = spec.kb.path.empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.path;
+  // kb: {url: postgresql://...} (a knowledge base many hosts share), else kb: {path},
+  // else the cache's SQLite file.
+  std::string where = spec.kb.Location().empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.Location();
   kb::StoreOptions options;
   options.clock = ctx.clock;
-  auto store = kb::RecipeStore::Open(path, std::move(rules), options);
+  auto store = kb::RecipeStore::OpenAt(where, std::move(rules), options);
   if (!store) {
     sys::LogWarn("knowledge base disabled: " + store.error().message);
     return std::unique_ptr<kb::RecipeStore>();

@@ -18,6 +18,7 @@
 #include "target/llamacpp.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_process_runner.h"
+#include "testing/kb_postgres.h"
 #include "testing/kb_recipes.h"
 #include "testing/test_util.h"
 
@@ -91,6 +92,9 @@ TEST_F(RunTest, IdentityWorkloadAndHardwareName) {
   EXPECT_EQ(id.architecture, "LlamaForCausalLM");
   EXPECT_EQ(id.framework_version, "0.4.2");
   EXPECT_EQ(id.precision, "q8_0");
+  // A base_config `weights` (a fleet's precision axis) names the stock's precision.
+  spec_.target.base_config = Config{{"weights", "f16"}};
+  EXPECT_EQ(SessionIdentity(spec_, "h200", "tiny", "/no/such/model.gguf", "0.4.2", "q8_0").precision, "f16");
   spec_.workload.kind = "agentic";
   spec_.workload.trace_preset = "cpu";
   EXPECT_EQ(SessionWorkload(spec_).trace_id, "cpu");
@@ -215,6 +219,29 @@ TEST_F(RunTest, TheKnowledgeBaseGivesPriorsAndAWarmStart) {
   auto broken = OpenKnowledgeBase(spec_, ctx_);
   ASSERT_FALSE(broken);
   EXPECT_NE(broken.error().message.find("data/kb/"), std::string::npos) << broken.error().message;
+}
+
+TEST_F(RunTest, KbUrlSelectsThePostgresKnowledgeBase) {
+  // kb: {url: postgresql://...} opens the shared database (scripts/test-services.sh
+  // starts one; without it the test skips).
+  auto db = kb::testing::PgTestDb::Create();
+  HONE_REQUIRE_PG(db);
+  spec_.kb.path = (dir_->path() / "unused.sqlite").string();
+  spec_.kb.url = db->url();
+  ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
+  ASSERT_TRUE(store);
+  EXPECT_EQ(store->dialect(), kb::Dialect::kPostgres);
+  EXPECT_FALSE(fs::exists(spec_.kb.path));  // the url wins over the path
+  ASSERT_OK(store->Admit(kb::testing::Validated(kb::testing::TestRecipe())));
+  ASSERT_OK_AND_ASSIGN(auto recipes, store->List());
+  EXPECT_EQ(recipes.size(), 1u);
+}
+
+TEST_F(RunTest, AnUnreachableKbUrlDisablesTheKnowledgeBaseNotTheSession) {
+  // Port 1 on the loopback: nothing listens there.
+  spec_.kb.url = "postgresql://hone@127.0.0.1:1/kb?connect_timeout=2";
+  ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
+  EXPECT_FALSE(store);
 }
 
 TEST_F(RunTest, TheSessionsDeviceComesFromTheTable) {

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "model/gguf.h"
 #include "report/report.h"
 #include "run/executor.h"
 #include "run/knowledge.h"
@@ -36,6 +37,8 @@ class ReportCloser final : public session::Closer {
     in.hardware = w_.hardware;
     in.framework_version = w_.engine.provisioned.version;
     in.model = w_.engine.model_name;
+    if (auto f = model::ReadGguf(w_.engine.model_path)) in.model_parameters = f->ParameterCount();
+    in.precision = w_.kb_query.identity.precision;
     in.search_summary = w_.proposer ? w_.proposer->Describe() : "";
     return report::WriteReports(in, s.run_dir);
   }

@@ -242,9 +242,17 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
   HONE_TRY(ParseMeasurement(root["measurement"], s.measurement));
   Field kb = root["kb"];
   if (kb.defined()) {
-    HONE_TRY(kb.CheckKeys({"enabled", "path", "min_confidence", "reproduce_fraction"}));
+    HONE_TRY(kb.CheckKeys({"enabled", "path", "url", "min_confidence", "reproduce_fraction"}));
     HONE_ASSIGN_OR_RETURN(s.kb.enabled, kb["enabled"].BoolOr(true));
     HONE_ASSIGN_OR_RETURN(s.kb.path, kb["path"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(s.kb.url, kb["url"].StrOr(""));
+    if (!s.kb.url.empty() && !s.kb.url.starts_with("postgresql://") && !s.kb.url.starts_with("postgres://")) {
+      return Fail(kb["url"].Err("must be a postgresql:// URL (got '" + s.kb.url.substr(0, s.kb.url.find("://")) +
+                                "://...')"));
+    }
+    if (!s.kb.url.empty() && !s.kb.path.empty()) {
+      return Fail(kb["url"].Err("give either kb.path (a SQLite file) or kb.url (PostgreSQL), not both"));
+    }
     HONE_ASSIGN_OR_RETURN(s.kb.min_confidence, kb["min_confidence"].DoubleOr(0.5, 0, 1));
     HONE_ASSIGN_OR_RETURN(s.kb.reproduce_fraction, kb["reproduce_fraction"].DoubleOr(0.5, 0, 1));
   }

@@ -108,7 +108,10 @@ struct MeasurementSpec {
 
 struct KbSpec {
   bool enabled = true;
-  std::string path;         // default <cache>/kb.sqlite
+  std::string path;         // a SQLite file; default <cache>/kb.sqlite
+  std::string url;          // postgresql://user@host:port/db: the knowledge base a cluster shares
+  // Where the session's knowledge base lives: the URL, else the path ("" = default).
+  const std::string& Location() const { return url.empty() ? path : url; }
   double min_confidence = 0.5;
   double reproduce_fraction = 0.5;
 };

@@ -77,12 +77,26 @@ TEST(SessionSpecTest, ErrorsNameFileLineAndField) {
       {"workload: {}\n", "s.yaml:1:1: target: required section is missing"},
       {"target: {model: {path: /m, preset: tiny}}\n", "s.yaml:1:17: target.model: give exactly one of path or preset"},
       {"target: {model: /m}\nobjective: {slo: [\"p90_intvty > 3\"]}\n", "expected 'metric >= value'"},
+      {"target: {model: /m}\nkb: {url: mysql://db/kb}\n", "s.yaml:2:11: kb.url: must be a postgresql:// URL"},
+      {"target: {model: /m}\nkb: {url: postgresql://db/kb, path: x.sqlite}\n", "kb.url: give either kb.path"},
   };
   for (const Case& c : cases) {
     auto s = ParseSessionSpec(c.text, "s.yaml", kMetrics);
     ASSERT_FALSE(s) << c.text;
     EXPECT_NE(s.error().message.find(c.error), std::string::npos) << s.error().message;
   }
+}
+
+TEST(SessionSpecTest, TheKnowledgeBaseIsAFileOrAPostgresUrl) {
+  auto url = ParseSessionSpec("target: {model: /m}\nkb: {url: \"postgresql://hone@db:5432/kb\"}\n", "s.yaml", kMetrics);
+  ASSERT_OK(url);
+  EXPECT_EQ(url->kb.Location(), "postgresql://hone@db:5432/kb");
+  auto path = ParseSessionSpec("target: {model: /m}\nkb: {path: /shared/kb.sqlite}\n", "s.yaml", kMetrics);
+  ASSERT_OK(path);
+  EXPECT_EQ(path->kb.Location(), "/shared/kb.sqlite");
+  auto none = ParseSessionSpec("target: {model: /m}\n", "s.yaml", kMetrics);
+  ASSERT_OK(none);
+  EXPECT_EQ(none->kb.Location(), "");  // the default file in the cache
 }
 
 TEST(SessionSpecTest, Durations) {

@@ -68,6 +68,10 @@ class Field {
   // An error located at this field: "file:line:col: path: message".
   Error Err(const std::string& message) const;
 
+  // The parsed node itself, for callers that build documents from parts of this one
+  // (a fleet's session specs). Read it only: yaml-cpp nodes share the document.
+  const YAML::Node& node() const { return node_; }
+
  private:
   Field(std::shared_ptr<const std::string> source, YAML::Node node, YAML::Mark mark, std::string path)
       : source_(std::move(source)), node_(std::move(node)), mark_(mark), path_(std::move(path)) {}

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -45,9 +46,28 @@ std::string MachineInfo::SlugFor(int num_gpus) const {
   return "cpu-" + Slugify(model) + "-" + std::to_string(cpus) + "c";
 }
 
+std::vector<int> AvailableCpus() {
+  std::vector<int> out;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
+    }
+  }
+  if (out.empty()) {
+    unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    for (unsigned cpu = 0; cpu < n; ++cpu) out.push_back(static_cast<int>(cpu));
+  }
+  return out;
+}
+
 MachineInfo DescribeMachine() {
   MachineInfo m;
-  m.cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // The CPUs this process may run on: a session pinned to its share of a host (the
+  // fleet's local executor, a Slurm allocation) sizes its threads and names its
+  // hardware by that share.
+  m.cpus = static_cast<int>(AvailableCpus().size());
   if (auto info = ReadFile("/proc/cpuinfo")) {
     for (const std::string& line : Split(*info, '\n')) {
       if (line.starts_with("model name")) {

@@ -23,6 +23,8 @@ struct MachineInfo {
 };
 
 MachineInfo DescribeMachine();
+// The ids of the CPUs this process may run on (its affinity mask), ascending.
+std::vector<int> AvailableCpus();
 
 // How busy the host is right now (Linux /proc/loadavg; nullopt elsewhere): the 1-minute
 // load average, and the tasks runnable at this instant other than the caller. A

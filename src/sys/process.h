@@ -36,6 +36,7 @@ struct ProcessSpec {
   std::vector<std::string> unset_env;     // removed from the inherited environment
   std::string cwd;                        // empty: inherit
   std::string log_path;                   // empty: no log file (ring buffer only)
+  std::vector<int> cpus;                  // non-empty: pin the child (and its descendants) to these CPUs
   size_t ring_bytes = 256 * 1024;         // how much recent output to keep in memory
   std::chrono::milliseconds guard_grace{3000};  // guard's TERM -> KILL delay
 };

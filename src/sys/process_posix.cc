@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -151,6 +152,12 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessSpec& spe
     return Internal("pipe: " + std::string(strerror(errno)));
   }
   const char* cwd = spec.cwd.empty() ? nullptr : spec.cwd.c_str();
+  cpu_set_t affinity;
+  CPU_ZERO(&affinity);
+  for (int cpu : spec.cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE) CPU_SET(cpu, &affinity);
+  }
+  const bool pin = !spec.cpus.empty();
 
   pid_t pid = fork();
   if (pid < 0) {
@@ -174,6 +181,12 @@ Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(const ProcessSpec& spe
     dup2(out_pipe[1], 1);
     dup2(out_pipe[1], 2);
     if (cwd && chdir(cwd) != 0) {
+      int e = errno;
+      (void)!write(err_pipe[1], &e, sizeof e);
+      _exit(127);
+    }
+    // Pinned children (and everything they start) run on their CPUs only.
+    if (pin && sched_setaffinity(0, sizeof affinity, &affinity) != 0) {
       int e = errno;
       (void)!write(err_pipe[1], &e, sizeof e);
       _exit(127);
