@@ -297,7 +297,7 @@ std::string AgentSummary(const Agents& agents, const session::SessionState& stat
   }
   // The critic: every review, refusals with their reasons.
   if (agents.critic) {
-    int reviewed = 0, refused = 0, unreviewed = 0;
+    int reviewed = 0, refused = 0, keeps_refused = 0, unreviewed = 0;
     std::string lines;
     for (const session::CandidateRecord& c : state.candidates) {
       if (c.critic.empty()) continue;
@@ -308,11 +308,17 @@ std::string AgentSummary(const Agents& agents, const session::SessionState& stat
       ++reviewed;
       if (c.critic.starts_with("refused")) {
         ++refused;
-        lines += "- " + c.id + " (" + c.delta.ToString() + ", measured " + Pct(c.gain) + ", now " +
-                 std::string(VerdictName(c.verdict)) + "): " + c.critic + "\n";
+        // Decide words a vetoed KEEP "measured KEEP (...) but the critic refused: ...".
+        const bool keep = c.reason.starts_with("measured KEEP");
+        keeps_refused += keep ? 1 : 0;
+        lines += "- " + c.id + " (" + c.delta.ToString() + ", measured " + Pct(c.gain) + "): " +
+                 (keep ? "measured KEEP, now " + std::string(VerdictName(c.verdict))
+                       : std::string(VerdictName(c.verdict)) + " stands") +
+                 "; " + c.critic + "\n";
       }
     }
-    out += "critic: " + std::to_string(reviewed) + " verdicts reviewed, " + std::to_string(refused) + " refused" +
+    out += "critic: " + std::to_string(reviewed) + " verdicts reviewed, " + std::to_string(refused) + " refused (" +
+           std::to_string(keeps_refused) + " of them measured KEEPs, now REVERT)" +
            (unreviewed ? ", " + std::to_string(unreviewed) + " without a review (the measured verdict stood)" : "") +
            "\n" + lines;
   }

@@ -290,7 +290,11 @@ TEST_F(AgentsTest, ACriticRefusalTurnsAMeasuredKeepIntoARevertAndTheReportSaysWh
   EXPECT_EQ(it->verdict, Verdict::kRevert) << it->reason;
   EXPECT_TRUE(it->critic.starts_with("refused: gain within what I consider noise")) << it->critic;
   EXPECT_EQ(reviewed.state.best.ToString(), reviewed.state.stock.ToString());
+  EXPECT_TRUE(it->reason.starts_with("measured KEEP")) << it->reason;
+  EXPECT_NE(it->reason.find("but the critic refused: gain within what I consider noise"), std::string::npos);
   EXPECT_NE(reviewed.summary.find(kept.front() + " ("), std::string::npos) << reviewed.summary;
+  EXPECT_NE(reviewed.summary.find("): measured KEEP, now REVERT; refused: gain within"), std::string::npos)
+      << reviewed.summary;
   EXPECT_NE(reviewed.summary.find("refused: gain within what I consider noise"), std::string::npos)
       << reviewed.summary;
   // The critic was given the session's real noise floor.
