@@ -176,6 +176,7 @@ void AgentProposer::Turn(const search::ProposalContext& ctx) {
     return;
   }
   int valid = 0;
+  proposed_ += static_cast<int>(ideas->size());
   for (const IdeaProposal& idea : *ideas) {
     Config delta;
     std::optional<IdeaRejection> rej = Check(idea, catalog_, ctx, options_, excluded_, &delta);
@@ -310,6 +311,7 @@ void AgentProposer::Observe(const search::Observation& obs) {
 std::string AgentProposer::Save() const {
   json j;
   j["turns"] = turns_;
+  j["proposed"] = proposed_;
   j["failed_turns"] = failed_turns_;
   j["agent_off"] = agent_off_;
   j["fallback_cycle"] = fallback_cycle_;
@@ -353,6 +355,7 @@ Status AgentProposer::Load(const std::string& saved) {
   return TryCatch(ErrorCode::kDataLoss, "agent proposer state", [&] {
     json j = json::parse(saved);
     turns_ = j.at("turns").get<int>();
+    proposed_ = j.value("proposed", 0);
     failed_turns_ = j.at("failed_turns").get<int>();
     agent_off_ = j.at("agent_off").get<bool>();
     fallback_cycle_ = j.at("fallback_cycle").get<int>();

@@ -83,6 +83,9 @@ class AgentProposer final : public search::Proposer {
   Status Load(const std::string& saved) override;
   std::string Describe() const override;
 
+  // Ideas the orchestrator proposed (valid or not), and those handed to the coordinator.
+  int proposed() const { return proposed_; }
+  size_t handed_out() const { return handed_.size(); }
   const std::vector<IdeaRejection>& rejections() const { return rejections_; }
   const std::vector<CalibrationRow>& calibration() const { return calibration_; }
   // One line per notable event: agent errors, fallbacks, detector signals, recoveries.
@@ -126,6 +129,7 @@ class AgentProposer final : public search::Proposer {
   std::set<std::string> excluded_;          // by recoveries
   std::vector<std::string> notes_;
   int turns_ = 0;
+  int proposed_ = 0;
   int failed_turns_ = 0;
   bool agent_off_ = false;
   int fallback_cycle_ = 0;                  // use the fallback for this cycle (0: none)

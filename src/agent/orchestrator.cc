@@ -82,6 +82,10 @@ ChatRequest Orchestrator::BuildRequest(const OrchestratorSnapshot& s, int max_id
     }
     u << "\nIdea tree:\n" << tree << "\n";
   }
+  if (!s.learnings.empty()) {
+    u << "\nKnowledge base (measured in earlier sessions on this model, hardware and workload):\n";
+    for (const auto& l : s.learnings) u << "- " << l << "\n";
+  }
   u << "\nKnob catalog:\n" << (refresh || s.knobs_compact.empty() ? s.knobs_full : s.knobs_compact) << "\n";
   if (!refresh && !memory_.empty()) {
     u << "\nYour notes from earlier turns (what happened to your proposals):\n";

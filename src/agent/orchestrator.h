@@ -51,6 +51,7 @@ struct OrchestratorSnapshot {
   bool gpu = false;
   int concurrency = 1;
   std::string idea_tree;             // the idea list/tree, as text
+  std::vector<std::string> learnings;  // the knowledge base's learnings and failures, one line each
   std::vector<IdeaOutcome> history;  // oldest first
   std::string knobs_full;            // catalog: every knob with type, values and why
   std::string knobs_compact;         // catalog: names and legal values only

@@ -13,6 +13,9 @@ Result<BackendConfig> BackendConfigFromSpec(const spec::AgentsSpec& agents) {
   c.api_key_env = agents.api_key_env;
   c.limits.max_usd = agents.max_cost_usd;
   c.limits.max_tokens = agents.max_tokens;
+  if (agents.price_input_usd_per_mtok > 0 || agents.price_output_usd_per_mtok > 0) {
+    c.price = ModelPrice{agents.price_input_usd_per_mtok, agents.price_output_usd_per_mtok};
+  }
   const std::string& mode = agents.mode;
   if (mode == "none" || mode.empty()) return FailedPrecondition("agents are off (agents.mode: none)");
   if (mode == "openai") {
@@ -25,8 +28,15 @@ Result<BackendConfig> BackendConfigFromSpec(const spec::AgentsSpec& agents) {
   } else if (mode == "claude" || mode == "codex") {
     c.kind = "cli";
     c.preset = mode;
+  } else if (mode == "cli") {
+    c.kind = "cli";
+    c.preset = agents.preset;
+    c.argv = agents.command;
+    if (c.preset.empty() && c.argv.empty()) {
+      return InvalidArgument("agents.mode cli needs agents.preset (claude, codex) or agents.command (an argv)");
+    }
   } else {
-    return InvalidArgument("agents.mode: unknown mode '" + mode + "' (none, openai, anthropic, claude, codex)");
+    return InvalidArgument("agents.mode: unknown mode '" + mode + "' (none, openai, anthropic, cli, claude, codex)");
   }
   if (c.kind == "openai" && c.api_key_env.empty() && !IsLoopbackUrl(c.base_url)) c.api_key_env = "OPENAI_API_KEY";
   return c;
@@ -84,7 +94,7 @@ Result<std::unique_ptr<Backend>> AgentRuntime::MakeBackend(const BackendConfig& 
     o.model = config.model;
     o.chars_per_token = data.chars_per_token;
     o.timeout = timeout;
-    o.price = local ? ModelPrice{} : data.prices.For(config.model);
+    o.price = config.price ? *config.price : local ? ModelPrice{} : data.prices.For(config.model);
     if (!config.api_key_env.empty()) {
       HONE_ASSIGN_OR_RETURN(o.key, SecretFromEnv(env, config.api_key_env));
       redactor_->Add(o.key);
@@ -114,7 +124,7 @@ Result<std::unique_ptr<Backend>> AgentRuntime::MakeBackend(const BackendConfig& 
     }
     if (!config.api_key_env.empty()) o.preset.api_key_env = config.api_key_env;
     o.model = config.model;
-    o.price = data.prices.For(config.model);
+    o.price = config.price ? *config.price : data.prices.For(config.model);
     o.chars_per_token = data.chars_per_token;
     o.timeout = timeout;
     o.env = env;

@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,10 +43,14 @@ struct BackendConfig {
   std::vector<std::string> argv;  // cli: a custom argv (output mode "text") instead of a preset
   double timeout_s = 0;      // 0: data/agent/agents.yaml's timeout for the kind
   UsageLimits limits;        // 0 fields: the defaults from agents.yaml
+  // The model's price when the price table's does not apply (e.g. a loopback proxy to
+  // a paid API; loopback endpoints are otherwise free).
+  std::optional<ModelPrice> price;
 };
 
-// From the session spec's agents section: mode openai | anthropic | claude | codex
-// (endpoint, model, api_key_env, max_cost_usd, max_tokens). mode "none" is
+// From the session spec's agents section: mode openai | anthropic | cli (preset or
+// command) | claude | codex (endpoint, model, api_key_env, max_cost_usd, max_tokens).
+// mode "none" is
 // kFailedPrecondition (the caller should not build a runtime).
 Result<BackendConfig> BackendConfigFromSpec(const spec::AgentsSpec& agents);
 

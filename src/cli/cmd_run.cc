@@ -71,9 +71,15 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
   auto out_dir = std::make_shared<std::string>();
   run->add_option("spec", *spec_path, "Session spec (see docs/session-spec.md)")->required();
   run->add_option("--out", *out_dir, "Run directory (default: spec output_dir or ./hone-runs/<name>-<time>)");
+  auto agents = std::make_shared<std::string>();
+  run->add_option("--agents", *agents, "none: no LLM agents, the planner alone (overrides the spec's agents section)")
+      ->check(CLI::IsMember({"none"}));
   auto* resume = app.add_subcommand("resume", "Continue a killed or interrupted session");
   auto resume_dir = std::make_shared<std::string>();
   resume->add_option("dir", *resume_dir, "The session's run directory")->required();
+  auto resume_agents = std::make_shared<std::string>();
+  resume->add_option("--agents", *resume_agents, "none: continue without LLM agents, the planner alone")
+      ->check(CLI::IsMember({"none"}));
   auto* status = app.add_subcommand("status", "Show the progress of a session (running or finished)");
   auto status_dir = std::make_shared<std::string>();
   status->add_option("dir", *status_dir, "The session's run directory")->required();
@@ -82,6 +88,7 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
     if (run->parsed()) {
       auto spec = spec::LoadSessionSpec(*spec_path, bench::MetricNames());
       if (!spec) return ReportError(spec.error());
+      if (!agents->empty()) spec->agents.mode = *agents;
       std::string dir = !out_dir->empty()           ? *out_dir
                         : !spec->output_dir.empty() ? spec->output_dir
                                                     : "hone-runs/" + spec->name + "-" +
@@ -101,6 +108,7 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
       std::string dir = fs::absolute(*resume_dir).string();
       auto spec = spec::LoadSessionSpec((fs::path(dir) / "spec.yaml").string(), bench::MetricNames());
       if (!spec) return ReportError(spec.error());
+      if (!resume_agents->empty()) spec->agents.mode = *resume_agents;
       return RunSession(*spec, dir, ctx, true);
     }
     if (status->parsed()) {

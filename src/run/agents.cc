@@ -1,14 +1,228 @@
 #include "run/agents.h"
 
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "agent/text.h"
+#include "core/strings.h"
+#include "policy/rules.h"
 #include "sys/term.h"
 
 namespace hone::run {
 
-Result<Agents> BuildAgents(const spec::SessionSpec& spec) {
-  if (spec.agents.mode != "none") {
-    sys::LogWarn("agents." + spec.agents.mode + " is not wired into hone run yet: the planner searches alone");
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kDefaultRoles = {"orchestrator", "critic", "robustness"};
+
+bool Has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string Pct(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", fraction * 100);
+  return buf;
+}
+
+// Whether `name` runs: a path that exists, or a command on PATH.
+bool Runnable(const std::string& name) {
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  for (const std::string& dir : Split(path ? path : "", ':')) {
+    if (!dir.empty() && access((fs::path(dir) / name).c_str(), X_OK) == 0) return true;
   }
-  return Agents{};
+  return false;
+}
+
+// The checks that need no backend: the endpoint answers, the CLI exists.
+Status Reachable(const agent::BackendConfig& c, const agent::AgentData& data) {
+  if (c.kind == "openai" || c.kind == "anthropic") {
+    if (auto s = ProbeEndpoint(c.base_url, 5); !s) {
+      return Unavailable("agents.endpoint " + c.base_url + " is unreachable (" + s.error().message + ")");
+    }
+    return Ok();
+  }
+  std::string exe;
+  if (!c.argv.empty()) {
+    exe = c.argv.front();
+  } else if (auto it = data.cli_presets.find(c.preset); it != data.cli_presets.end() && !it->second.argv.empty()) {
+    exe = it->second.argv.front();
+  }
+  if (!exe.empty() && !Runnable(exe)) return NotFound("agents: the coding-agent command '" + exe + "' is not on PATH");
+  return Ok();
+}
+
+// Text of the knowledge base's priors for the orchestrator.
+std::vector<std::string> PriorLines(const std::vector<search::Prior>& priors) {
+  std::vector<std::string> out;
+  for (const search::Prior& p : priors) {
+    std::string l = p.knob + "=" + p.value + ": ";
+    l += p.failure_kind.empty() ? "measured " + Pct(p.effect) : "failed (" + p.failure_kind + ")";
+    char buf[48];
+    std::snprintf(buf, sizeof buf, ", confidence %.2f", p.confidence);
+    out.push_back(l + buf);
+    if (out.size() >= 24) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ProbeEndpoint(const std::string& url, double timeout_s) {
+  std::string rest;
+  int port = 0;
+  if (url.starts_with("http://")) {
+    rest = url.substr(7);
+    port = 80;
+  } else if (url.starts_with("https://")) {
+    rest = url.substr(8);
+    port = 443;
+  } else {
+    return InvalidArgument("not an http(s) URL: " + url);
+  }
+  std::string hostport = rest.substr(0, rest.find('/'));
+  std::string host = hostport;
+  if (!hostport.empty() && hostport.front() == '[') {  // [::1]:8080
+    size_t close = hostport.find(']');
+    host = hostport.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+    if (close != std::string::npos && close + 1 < hostport.size() && hostport[close + 1] == ':') {
+      auto p = ParseInt(hostport.substr(close + 2));
+      if (!p) return InvalidArgument("bad port in " + url);
+      port = static_cast<int>(*p);
+    }
+  } else if (size_t colon = hostport.rfind(':'); colon != std::string::npos) {
+    host = hostport.substr(0, colon);
+    auto p = ParseInt(hostport.substr(colon + 1));
+    if (!p) return InvalidArgument("bad port in " + url);
+    port = static_cast<int>(*p);
+  }
+  if (host.empty()) return InvalidArgument("no host in " + url);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    return Unavailable("cannot resolve " + host + ": " + gai_strerror(rc));
+  }
+  std::string last = "no address";
+  for (addrinfo* a = res; a; a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    int rc = connect(fd, a->ai_addr, a->ai_addrlen);
+    if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      rc = poll(&p, 1, static_cast<int>(timeout_s * 1000));
+      if (rc == 0) {
+        last = "no answer within " + std::to_string(static_cast<int>(timeout_s)) + " s";
+        close(fd);
+        continue;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      rc = err == 0 ? 0 : -1;
+      if (err) errno = err;
+    }
+    if (rc == 0) {
+      close(fd);
+      freeaddrinfo(res);
+      return Ok();
+    }
+    last = std::strerror(errno);
+    close(fd);
+  }
+  freeaddrinfo(res);
+  return Unavailable(host + ":" + std::to_string(port) + ": " + last);
+}
+
+Result<Agents> BuildAgents(const spec::SessionSpec& spec, const std::string& run_dir, const RunContext& ctx,
+                           const AgentsInputs& in, std::unique_ptr<search::Proposer>& proposer) {
+  Agents a;
+  const spec::AgentsSpec& as = spec.agents;
+  if (as.mode == "none" || as.mode.empty()) return a;
+  auto progress = ctx.progress;
+  // Without `required: false` any problem stops the session before it starts.
+  auto problem = [&](const Error& e) -> Result<Agents> {
+    std::string line = agent::OneLine(e.message, 400);
+    if (as.required) {
+      Error err = e;
+      err.message = line + " (agents.required: false runs the planner alone instead; hone run --agents none too)";
+      return Fail(std::move(err));
+    }
+    Agents off;
+    off.warning = "agents off: " + line + "; the planner searches alone";
+    sys::LogWarn(off.warning);
+    return off;
+  };
+  auto config = agent::BackendConfigFromSpec(as);
+  if (!config) return problem(config.error());
+  auto data = agent::AgentData::Load(ctx.data_dir);
+  if (!data) return Fail(data.error());  // a broken data file is never optional
+  a.data = std::make_unique<agent::AgentData>(std::move(*data));
+  if (!in.transport) {
+    if (auto r = Reachable(*config, *a.data); !r) return problem(r.error());
+  }
+  a.roles = as.roles.empty() ? kDefaultRoles : as.roles;
+  std::shared_ptr<std::vector<std::string>> events = a.events;
+  auto on_event = [events, progress](const std::string& line) {
+    events->push_back(line);
+    if (progress) progress("agents: " + line);
+  };
+  auto rt = agent::AgentRuntime::Create(*config, *a.data, (fs::path(run_dir) / "agent_calls.jsonl").string(),
+                                        *ctx.clock, in.env ? in.env : agent::ProcessEnv(), on_event, in.transport);
+  if (!rt) return problem(rt.error());
+  a.runtime = std::move(*rt);
+  a.backend = a.runtime->backend().name();
+  agent::LlmClient& client = a.runtime->client();
+
+  if (Has(a.roles, "robustness")) a.robustness = std::make_unique<agent::Robustness>(&client, *a.data);
+  if (Has(a.roles, "critic")) {
+    HONE_ASSIGN_OR_RETURN(a.critic, agent::Critic::Create(client, *a.data));
+  }
+  if (Has(a.roles, "orchestrator")) {
+    if (!in.catalog) return Internal("BuildAgents: no knob catalog");
+    agent::AgentProposerOptions o;
+    o.only = spec.search.knobs;
+    o.exclude = in.exclude;
+    for (const std::string& k : spec.search.exclude) o.exclude.push_back(k);
+    auto rules = policy::Rules::Load(ctx.data_dir + "/data/policy/rules.yaml");
+    if (!rules) return Fail(rules.error());
+    if (rules->protected_knobs) o.protected_knobs = rules->protected_knobs->names;
+    o.objective = spec.objective.metric;
+    o.clock = ctx.clock;
+    a.orchestrator = std::make_unique<agent::Orchestrator>(client, *a.data);
+    // Without the robustness role the detectors still run; recoveries are then the
+    // deterministic DefaultRecovery.
+    if (!a.robustness) a.robustness = std::make_unique<agent::Robustness>(nullptr, *a.data);
+    a.planner = std::move(proposer);
+    auto ap = std::make_unique<agent::AgentProposer>(*a.orchestrator, *in.catalog, std::move(o), a.planner.get(),
+                                                     a.robustness.get());
+    a.proposer = ap.get();
+    proposer = std::move(ap);
+    a.knob_priors = PriorLines(in.priors);
+  }
+  if (Has(a.roles, "specialist")) {
+    a.warning = "agents.roles: the specialist is not wired into hone run yet (source patches come from the spec's "
+                "patches section); it does not run";
+    sys::LogWarn(a.warning);
+  }
+  if (progress) {
+    progress("agents: " + a.backend + " (" + Join(a.roles, ", ") + "); " + a.runtime->meter().Summary() +
+             " so far, transcript " + a.runtime->transcript_path());
+  }
+  return a;
 }
 
 agent::Decision CriticDecision(const session::CandidateRecord& c, Verdict measured, double noise_floor) {
@@ -45,8 +259,9 @@ std::function<Result<session::CriticNote>(const session::CandidateRecord&, Verdi
 void AttachState(Agents& agents, const session::SessionState& state) {
   if (!agents.proposer) return;
   const session::SessionState* s = &state;
-  search::Proposer* planner = agents.fallback;
-  agents.proposer->SetSnapshotFiller([s, planner](agent::OrchestratorSnapshot& snap) {
+  search::Proposer* planner = agents.planner.get();
+  std::vector<std::string> learnings = agents.knob_priors;
+  agents.proposer->SetSnapshotFiller([s, planner, learnings](agent::OrchestratorSnapshot& snap) {
     snap.phase = session::PhaseName(s->phase);
     snap.baseline_objective = s->baseline_objective;
     snap.stock = s->stock.ToString();
@@ -55,18 +270,73 @@ void AttachState(Agents& agents, const session::SessionState& state) {
     snap.validated = s->validated;
     snap.validated_gain = s->validated_gain;
     snap.cycle = s->cycle;
+    snap.learnings = learnings;
     if (planner) snap.idea_tree = planner->Describe();
   });
 }
 
-std::string AgentSummary(const Agents& agents) {
-  if (!agents.proposer || !agents.runtime) return "";
-  std::string out = agents.runtime->meter().Summary() + "\n";
-  out += agent::FormatCalibrationTable(agents.proposer->calibration());
-  out += "\n" + std::to_string(agents.proposer->rejections().size()) +
-         " proposed ideas rejected (invalid knobs or values)\n";
-  for (const std::string& n : agents.proposer->notes()) out += "- " + n + "\n";
-  return out;
+std::string AgentSummary(const Agents& agents, const session::SessionState& state) {
+  if (!agents.active()) return agents.warning.empty() ? "" : agents.warning + "\n";
+  std::string out = "backend: " + agents.backend + "; roles: " + Join(agents.roles, ", ") + "\n";
+  if (!agents.warning.empty()) out += agents.warning + "\n";
+  // Ideas: what the orchestrator proposed, what was measured and what was kept.
+  if (agents.proposer) {
+    const agent::AgentProposer& p = *agents.proposer;
+    int measured = 0, kept = 0;
+    for (const session::CandidateRecord& c : state.candidates) {
+      if (!c.idea.starts_with("agent:")) continue;
+      if (!c.candidate_trials.empty()) ++measured;  // hone ran trials of it
+      if (c.verdict == Verdict::kKeep) ++kept;
+    }
+    out += "ideas: " + std::to_string(p.proposed()) + " proposed by the orchestrator, " +
+           std::to_string(p.rejections().size()) + " rejected before measurement, " + std::to_string(measured) +
+           " measured, " + std::to_string(kept) + " kept" + (p.agent_off() ? "; agent ideas stopped" : "") + "\n";
+    for (const agent::IdeaRejection& r : p.rejections()) {
+      out += "- rejected '" + r.title + "' (" + r.delta + "): " + r.rule + ": " + r.message + "\n";
+    }
+  }
+  // The critic: every review, refusals with their reasons.
+  if (agents.critic) {
+    int reviewed = 0, refused = 0, keeps_refused = 0, unreviewed = 0;
+    std::string lines;
+    for (const session::CandidateRecord& c : state.candidates) {
+      if (c.critic.empty()) continue;
+      if (c.critic.starts_with("no review")) {
+        ++unreviewed;
+        continue;
+      }
+      ++reviewed;
+      if (c.critic.starts_with("refused")) {
+        ++refused;
+        // Decide words a vetoed KEEP "measured KEEP (...) but the critic refused: ...".
+        const bool keep = c.reason.starts_with("measured KEEP");
+        keeps_refused += keep ? 1 : 0;
+        lines += "- " + c.id + " (" + c.delta.ToString() + ", measured " + Pct(c.gain) + "): " +
+                 (keep ? "measured KEEP, now " + std::string(VerdictName(c.verdict))
+                       : std::string(VerdictName(c.verdict)) + " stands") +
+                 "; " + c.critic + "\n";
+      }
+    }
+    out += "critic: " + std::to_string(reviewed) + " verdicts reviewed, " + std::to_string(refused) + " refused (" +
+           std::to_string(keeps_refused) + " of them measured KEEPs, now REVERT)" +
+           (unreviewed ? ", " + std::to_string(unreviewed) + " without a review (the measured verdict stood)" : "") +
+           "\n" + lines;
+  }
+  out += "usage: " + agents.runtime->meter().Summary() + "\n";
+  for (const auto& [role, t] : agents.runtime->meter().by_role()) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "- %s: %d calls, %lld tokens, $%.4f\n", role.c_str(), t.calls,
+                  static_cast<long long>(t.input_tokens + t.output_tokens), t.cost_usd);
+    out += buf;
+  }
+  for (const std::string& e : *agents.events) out += "stopped: " + e + "\n";
+  if (agents.proposer) {
+    const agent::AgentProposer& p = *agents.proposer;
+    if (!p.calibration().empty()) out += "calibration (the orchestrator's claims vs hone's measurements):\n" +
+                                         agent::FormatCalibrationTable(p.calibration());
+    for (const std::string& n : p.notes()) out += "note: " + n + "\n";
+  }
+  return agents.runtime->redactor().Redact(out);
 }
 
 }  // namespace hone::run

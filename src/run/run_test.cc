@@ -385,9 +385,10 @@ TEST_F(RunTest, TheCriticSeesTheEvidenceAndTheRealNoiseFloor) {
   EXPECT_EQ(d.incumbent, "threads=2");
   EXPECT_EQ(d.pairs, 3);
   EXPECT_EQ(agent::EvidenceProblem(d), "");
-  ASSERT_OK_AND_ASSIGN(Agents none, BuildAgents(spec_));
+  std::unique_ptr<search::Proposer> planner;
+  ASSERT_OK_AND_ASSIGN(Agents none, BuildAgents(spec_, dir_->path().string(), ctx_, AgentsInputs{}, planner));
   EXPECT_FALSE(none.critic);
-  EXPECT_EQ(AgentSummary(none), "");
+  EXPECT_EQ(AgentSummary(none, {}), "");
 }
 
 // `hone resume` of a closed session answers from its state, without an engine.

@@ -1,6 +1,7 @@
 #include "run/session.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "model/gguf.h"
 #include "report/report.h"
@@ -27,7 +28,7 @@ class ReportCloser final : public session::Closer {
 
   Status Close(session::SessionState& s) override {
     if (w_.kb) Admit(s);
-    s.agents = AgentSummary(w_.agents);
+    s.agents = AgentSummary(w_.agents, s);
     report::ReportInput in;
     in.state = &s;
     in.spec = &w_.spec;
@@ -68,6 +69,17 @@ class ReportCloser final : public session::Closer {
 
 }  // namespace
 
+std::string AdaptSearchState(const std::string& saved, bool agents) {
+  if (saved.empty()) return saved;
+  auto j = nlohmann::json::parse(saved, nullptr, false);
+  const bool agent_state = j.is_object() && j.contains("agent_off") && j.contains("fallback");
+  if (agent_state && !agents) return j["fallback"].is_string() ? j["fallback"].get<std::string>() : "";
+  // The planner's own state cannot seed an agent proposer: the planner starts afresh
+  // under it (what was measured is in the state, not in the proposer).
+  if (!agent_state && agents) return "";
+  return saved;
+}
+
 std::unique_ptr<session::Closer> MakeReportCloser(const SessionWiring& w, const RunContext& ctx) {
   return std::make_unique<ReportCloser>(w, *ctx.clock);
 }
@@ -92,7 +104,11 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   HONE_ASSIGN_OR_RETURN(w->kb, OpenKnowledgeBase(spec, ctx));
   if (w->kb) w->warm = std::make_unique<KbWarmStart>(*w->kb, w->spec, w->kb_query, HONE_VERSION);
   HONE_ASSIGN_OR_RETURN(w->proposer, BuildProposer(spec, w->engine, w->kb.get(), w->kb_query, ctx));
-  HONE_ASSIGN_OR_RETURN(w->agents, BuildAgents(spec));
+  AgentsInputs agent_inputs;
+  agent_inputs.catalog = &w->engine.adapter->catalog();
+  agent_inputs.exclude = PlannerOptionsFor(spec, w->engine.base_precision).domain.exclude;
+  if (w->kb) agent_inputs.priors = KbPriors(*w->kb, w->kb_query);
+  HONE_ASSIGN_OR_RETURN(w->agents, BuildAgents(spec, run_dir, ctx, agent_inputs, w->proposer));
   HONE_ASSIGN_OR_RETURN(w->enablement,
                         EnablementLadder::Load(ctx.data_dir + "/data/enablement.yaml", spec.target.adapter));
   HONE_ASSIGN_OR_RETURN(w->patches, BuildPatchLane(spec, w->engine, run_dir, ctx));
@@ -129,6 +145,7 @@ Result<SessionOutcome> RunSession(const spec::SessionSpec& spec, const std::stri
     out.state = session::Coordinator::NewState(spec, run_dir, *ctx.clock);
   }
   HONE_ASSIGN_OR_RETURN(auto wiring, WireSession(spec, run_dir, ctx));
+  if (resume) out.state.search_state = AdaptSearchState(out.state.search_state, wiring->agents.proposer != nullptr);
   // The agents see the coordinator's live state (it exists once the coordinator does).
   const session::SessionState* live = nullptr;
   if (wiring->agents.critic) {

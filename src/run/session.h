@@ -56,6 +56,11 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
 // report, summary.json and report.html.
 std::unique_ptr<session::Closer> MakeReportCloser(const SessionWiring& w, const RunContext& ctx);
 
+// A resumed session's saved proposer state for the proposer wired now: an agent
+// proposer's state gives its planner's when agents are off now; a planner's state is
+// dropped when agents are on now (the planner restarts under them).
+std::string AdaptSearchState(const std::string& saved, bool agents);
+
 struct SessionOutcome {
   session::SessionState state;
   bool already_closed = false;  // resume of a session that had closed: nothing ran

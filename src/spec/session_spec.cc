@@ -284,7 +284,8 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
   }
   Field agents = root["agents"];
   if (agents.defined()) {
-    HONE_TRY(agents.CheckKeys({"mode", "endpoint", "model", "api_key_env", "max_cost_usd", "max_tokens"}));
+    HONE_TRY(agents.CheckKeys({"mode", "endpoint", "model", "api_key_env", "max_cost_usd", "max_tokens", "roles",
+                               "required", "preset", "command", "price"}));
     HONE_ASSIGN_OR_RETURN(s.agents.mode, agents["mode"].StrOr("none"));
     HONE_ASSIGN_OR_RETURN(s.agents.endpoint, agents["endpoint"].StrOr(""));
     HONE_ASSIGN_OR_RETURN(s.agents.model, agents["model"].StrOr(""));
@@ -292,6 +293,21 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
     HONE_ASSIGN_OR_RETURN(s.agents.max_cost_usd, agents["max_cost_usd"].DoubleOr(0, 0, 1e6));
     HONE_ASSIGN_OR_RETURN(int64_t mt, agents["max_tokens"].IntOr(0, 0));
     s.agents.max_tokens = static_cast<int>(mt);
+    HONE_ASSIGN_OR_RETURN(s.agents.roles, agents["roles"].StrList());
+    for (const std::string& r : s.agents.roles) {
+      if (r != "orchestrator" && r != "critic" && r != "robustness" && r != "specialist") {
+        return Fail(agents["roles"].Err("unknown role '" + r + "' (orchestrator, critic, robustness, specialist)"));
+      }
+    }
+    HONE_ASSIGN_OR_RETURN(s.agents.required, agents["required"].BoolOr(true));
+    HONE_ASSIGN_OR_RETURN(s.agents.preset, agents["preset"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(s.agents.command, agents["command"].StrList());
+    Field price = agents["price"];
+    if (price.defined()) {
+      HONE_TRY(price.CheckKeys({"input", "output"}));
+      HONE_ASSIGN_OR_RETURN(s.agents.price_input_usd_per_mtok, price["input"].DoubleOr(0, 0, 1e6));
+      HONE_ASSIGN_OR_RETURN(s.agents.price_output_usd_per_mtok, price["output"].DoubleOr(0, 0, 1e6));
+    }
   }
   return s;
 }

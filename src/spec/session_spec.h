@@ -129,6 +129,8 @@ struct KernelSpec {
   std::string arch = "sm_90a";
 };
 
+// The session's LLM agents (docs/agents.md). mode: none | openai | anthropic | cli
+// (claude and codex name the CLI presets directly).
 struct AgentsSpec {
   std::string mode = "none";
   std::string endpoint;
@@ -136,6 +138,16 @@ struct AgentsSpec {
   std::string api_key_env;
   double max_cost_usd = 0;
   int max_tokens = 0;
+  // orchestrator | critic | robustness | specialist; empty: orchestrator, critic, robustness.
+  std::vector<std::string> roles;
+  // false: a backend that cannot be built or reached is a warning and the planner runs alone.
+  bool required = true;
+  std::string preset;                // mode cli: claude | codex
+  std::vector<std::string> command;  // mode cli: a custom argv ({prompt} / {prompt_file})
+  // price: {input, output} in USD per million tokens, instead of data/agent/agents.yaml's
+  // (a loopback proxy to a paid API; loopback endpoints are otherwise free). 0: unset.
+  double price_input_usd_per_mtok = 0;
+  double price_output_usd_per_mtok = 0;
 };
 
 struct SessionSpec {

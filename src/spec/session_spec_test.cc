@@ -99,6 +99,37 @@ TEST(SessionSpecTest, TheKnowledgeBaseIsAFileOrAPostgresUrl) {
   EXPECT_EQ(none->kb.Location(), "");  // the default file in the cache
 }
 
+TEST(SessionSpecTest, AgentsSection) {
+  auto s = ParseSessionSpec(R"(target: {model: /m.gguf}
+agents:
+  mode: openai
+  endpoint: http://127.0.0.1:8091/v1
+  model: local
+  max_cost_usd: 2
+  max_tokens: 1000
+  roles: [orchestrator, critic]
+  required: false
+  price: {input: 3, output: 15}
+)",
+                            "a.yaml", kMetrics);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->agents.mode, "openai");
+  EXPECT_EQ(s->agents.endpoint, "http://127.0.0.1:8091/v1");
+  EXPECT_EQ(s->agents.roles, (std::vector<std::string>{"orchestrator", "critic"}));
+  EXPECT_FALSE(s->agents.required);
+  EXPECT_EQ(s->agents.max_tokens, 1000);
+  EXPECT_DOUBLE_EQ(s->agents.price_output_usd_per_mtok, 15);
+  auto d = ParseSessionSpec("target: {model: /m.gguf}\nagents: {mode: cli, command: [my-agent, \"{prompt}\"]}\n",
+                            "a.yaml", kMetrics);
+  ASSERT_OK(d);
+  EXPECT_TRUE(d->agents.required);
+  EXPECT_TRUE(d->agents.roles.empty());  // the default roles
+  EXPECT_EQ(d->agents.command, (std::vector<std::string>{"my-agent", "{prompt}"}));
+  auto bad = ParseSessionSpec("target: {model: /m.gguf}\nagents: {mode: openai, roles: [judge]}\n", "a.yaml", kMetrics);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("agents.roles: unknown role 'judge'"), std::string::npos) << bad.error().message;
+}
+
 TEST(SessionSpecTest, Durations) {
   EXPECT_EQ(*ParseDurationSeconds("90s"), 90);
   EXPECT_EQ(*ParseDurationSeconds("10m"), 600);

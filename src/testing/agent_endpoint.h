@@ -5,7 +5,11 @@
 // 127.0.0.1.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -88,6 +92,100 @@ class ScriptedEndpoint {
   mutable std::mutex mu_;
   std::deque<Canned> queue_;
   Canned default_{500, R"({"error":"no scripted response left"})", {}, {}};
+  std::vector<net::RawRequest> requests_;
+};
+
+// A scripted OpenAI-compatible endpoint that answers by role: each request's role is
+// read from its structured-output name (orchestrator_ideas, critic_verdict,
+// robustness_recovery), and answered from that role's queue, then that role's default.
+// `override_call`, when set, may answer the n-th request (1-based, any role) instead
+// (a 401 on the third call). A real server on 127.0.0.1; records every request's role.
+class RoleEndpoint {
+ public:
+  static std::unique_ptr<RoleEndpoint> Start() {
+    std::unique_ptr<RoleEndpoint> e(new RoleEndpoint());
+    auto s = net::RawServer::Start([p = e.get()](const net::RawRequest& r, net::RawWriter& w) { p->Serve(r, w); });
+    EXPECT_TRUE(s) << (s ? "" : s.error().ToString());
+    if (s) e->server_ = std::move(*s);
+    return e;
+  }
+  ~RoleEndpoint() {
+    if (server_) server_->Stop();
+  }
+  void Push(const std::string& role, Canned c) {
+    std::lock_guard<std::mutex> l(mu_);
+    queues_[role].push_back(std::move(c));
+  }
+  void SetDefault(const std::string& role, Canned c) {
+    std::lock_guard<std::mutex> l(mu_);
+    defaults_[role] = std::move(c);
+  }
+  void SetOverride(std::function<std::optional<Canned>(int call)> f) {
+    std::lock_guard<std::mutex> l(mu_);
+    override_ = std::move(f);
+  }
+  // The role of every request so far, in order.
+  std::vector<std::string> roles() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return roles_;
+  }
+  std::vector<net::RawRequest> requests() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_;
+  }
+  size_t count(const std::string& role = "") const {
+    std::lock_guard<std::mutex> l(mu_);
+    if (role.empty()) return roles_.size();
+    return static_cast<size_t>(std::count(roles_.begin(), roles_.end(), role));
+  }
+  int port() const { return server_ ? server_->port() : 0; }
+  std::string url(const std::string& path = "/v1") const {
+    return "http://127.0.0.1:" + std::to_string(port()) + path;
+  }
+  static std::string RoleOf(const std::string& body) {
+    auto j = nlohmann::json::parse(body, nullptr, false);
+    std::string name;
+    if (j.is_object() && j.contains("response_format")) {
+      name = j["response_format"].value("json_schema", nlohmann::json::object()).value("name", "");
+    }
+    if (name == "orchestrator_ideas") return "orchestrator";
+    if (name == "critic_verdict") return "critic";
+    if (name == "robustness_recovery") return "robustness";
+    if (name == "specialist_patch") return "specialist";
+    return name.empty() ? "other" : name;
+  }
+
+ private:
+  RoleEndpoint() = default;
+  void Serve(const net::RawRequest& r, net::RawWriter& w) {
+    Canned c{500, R"({"error":"no scripted response for this role"})", {}, {}};
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      std::string role = RoleOf(r.body);
+      requests_.push_back(r);
+      roles_.push_back(role);
+      std::optional<Canned> o = override_ ? override_(static_cast<int>(roles_.size())) : std::nullopt;
+      if (o) {
+        c = std::move(*o);
+      } else if (auto q = queues_.find(role); q != queues_.end() && !q->second.empty()) {
+        c = std::move(q->second.front());
+        q->second.pop_front();
+      } else if (auto d = defaults_.find(role); d != defaults_.end()) {
+        c = d->second;
+      }
+    }
+    std::string out = "HTTP/1.1 " + std::to_string(c.status) + " X\r\nContent-Type: application/json\r\n";
+    for (const auto& [k, v] : c.headers) out += k + ": " + v + "\r\n";
+    out += "Content-Length: " + std::to_string(c.body.size()) + "\r\nConnection: close\r\n\r\n" + c.body;
+    w.Write(out);
+  }
+
+  std::unique_ptr<net::RawServer> server_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::deque<Canned>> queues_;
+  std::map<std::string, Canned> defaults_;
+  std::function<std::optional<Canned>(int)> override_;
+  std::vector<std::string> roles_;
   std::vector<net::RawRequest> requests_;
 };
 
