@@ -192,7 +192,7 @@ TEST_F(BenchLlamaTest, ARequestLargerThanTheSlotIsAContextOverflow) {
     item.request.api_time = 0.1;
     return item;
   };
-  t.items = {request(0, 4, 4, 1), request(1, 31, 64, 1), request(2, 33, 4, 1)};  // 1984 + 64 > 2048
+  t.items = {request(0, 4, 4, 1), request(1, 31, 100, 1), request(2, 33, 4, 1)};  // 1984 + 100 > 2048
   CalibrationOptions co;
   co.port = server_->port();
   co.profile.framework = "llama.cpp";
@@ -217,6 +217,8 @@ TEST_F(BenchLlamaTest, ARequestLargerThanTheSlotIsAContextOverflow) {
       EXPECT_EQ(rec.error, ErrorCategory::kContextOverflow) << ErrorCategoryName(rec.error) << " " << rec.error_detail;
       EXPECT_FALSE(rec.osl_mismatch);
       overflows += rec.error == ErrorCategory::kContextOverflow;
+      std::printf("context overflow: %s (osl %lld of %lld)\n", rec.error_detail.c_str(), static_cast<long long>(rec.osl),
+                  static_cast<long long>(rec.osl_expected));
     }
     EXPECT_NE(rec.turn, 2) << "the session goes on after its context overflowed";
   }
