@@ -62,8 +62,9 @@ Status WriteFileAtomic(const fs::path& path, std::string_view data) {
   if (w && fsync(fd) != 0) w = Internal(std::string("fsync: ") + strerror(errno));
   close(fd);
   if (!w) {
-    unlink(tmpl.c_str());
-    return w;
+    unlink(tmpl.c_str());  // the old content stays in place
+    return Fail(Error{ErrorCode::kInternal, "cannot write " + path.string() + ": " + w.error().message,
+                      {{"path", path.string()}}});
   }
   if (rename(tmpl.c_str(), path.c_str()) != 0) {
     Error e = IoError("cannot rename onto", path);
@@ -83,10 +84,20 @@ Status AppendLineSync(const fs::path& path, std::string_view line) {
   if (fd < 0) return Fail(IoError("cannot append to", path));
   std::string buf(line);
   if (buf.empty() || buf.back() != '\n') buf += '\n';
+  const off_t before = lseek(fd, 0, SEEK_END);
   // One write() per line: O_APPEND makes concurrent appenders interleave whole lines.
   Status w = WriteAll(fd, buf);
   if (w && fdatasync(fd) != 0) w = Internal(std::string("fdatasync: ") + strerror(errno));
+  if (!w && before >= 0) {
+    // A full disk can take half a line: cut it off, so the log never holds a torn
+    // line in its middle (the next append would glue itself onto it).
+    (void)ftruncate(fd, before);
+  }
   close(fd);
+  if (!w) {
+    return Fail(Error{ErrorCode::kInternal, "cannot append to " + path.string() + ": " + w.error().message,
+                      {{"path", path.string()}}});
+  }
   return w;
 }
 
