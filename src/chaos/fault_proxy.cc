@@ -125,9 +125,9 @@ Result<ProxyFaultKind> ParseProxyFault(std::string_view name) {
                          "' (drop_mid_stream, stall, http_error, malformed_sse, truncated_sse, slow_loris)");
 }
 
-Result<std::unique_ptr<FaultProxy>> FaultProxy::Start(int upstream_port, ProxyFault fault) {
+Result<std::unique_ptr<FaultProxy>> FaultProxy::Start(int upstream_port, ProxyFault fault, RequestHook on_request) {
   if (fault.every < 1) return InvalidArgument("proxy fault: every must be >= 1");
-  auto proxy = std::unique_ptr<FaultProxy>(new FaultProxy(upstream_port, fault));
+  auto proxy = std::unique_ptr<FaultProxy>(new FaultProxy(upstream_port, fault, std::move(on_request)));
   FaultProxy* p = proxy.get();
   HONE_ASSIGN_OR_RETURN(proxy->server_,
                         net::RawServer::Start([p](const net::RawRequest& req, net::RawWriter& w) { p->Handle(req, w); }));
@@ -158,7 +158,9 @@ bool FaultProxy::Sleep(double seconds) {
 
 void FaultProxy::Handle(const net::RawRequest& req, net::RawWriter& w) {
   const bool completion = req.method == "POST" && (Contains(req.path, "completions") || req.path == "/completion");
-  const bool fault = completion && Selected(completions_++);
+  const int index = completion ? completions_++ : -1;
+  if (completion && on_request_) on_request_(index);
+  const bool fault = completion && Selected(index);
   const ProxyFaultKind kind = fault ? fault_.kind : ProxyFaultKind::kNone;
   if (kind == ProxyFaultKind::kHttpError) {
     ++injected_;
@@ -170,7 +172,7 @@ void FaultProxy::Handle(const net::RawRequest& req, net::RawWriter& w) {
   }
   int up = ConnectLoopback(upstream_port_);
   if (up < 0) {
-    w.Write("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    w.Reset();  // the upstream is gone: the client sees what a dead server gives it
     return;
   }
   // The client's request as it came (its header block ends without the blank line).

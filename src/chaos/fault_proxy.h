@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -47,7 +48,10 @@ struct ProxyFault {
 
 class FaultProxy {
  public:
-  static Result<std::unique_ptr<FaultProxy>> Start(int upstream_port, ProxyFault fault);
+  // `on_request` (optional) sees each completion request's index before it is
+  // forwarded, on the connection's thread (the chaos plan's server faults use it).
+  using RequestHook = std::function<void(int index)>;
+  static Result<std::unique_ptr<FaultProxy>> Start(int upstream_port, ProxyFault fault, RequestHook on_request = {});
   ~FaultProxy();
   FaultProxy(const FaultProxy&) = delete;
   FaultProxy& operator=(const FaultProxy&) = delete;
@@ -58,13 +62,15 @@ class FaultProxy {
   const ProxyFault& fault() const { return fault_; }
 
  private:
-  FaultProxy(int upstream_port, ProxyFault fault) : upstream_port_(upstream_port), fault_(fault) {}
+  FaultProxy(int upstream_port, ProxyFault fault, RequestHook hook)
+      : upstream_port_(upstream_port), fault_(fault), on_request_(std::move(hook)) {}
   void Handle(const net::RawRequest& req, net::RawWriter& w);
   bool Selected(int index) const;
   bool Sleep(double seconds);  // false when the proxy is stopping
 
   int upstream_port_;
   ProxyFault fault_;
+  RequestHook on_request_;
   std::unique_ptr<net::RawServer> server_;
   std::atomic<int> injected_{0};
   std::atomic<int> completions_{0};

@@ -104,7 +104,7 @@ TEST(FaultProxyTest, WithoutAFaultItIsTransparent) {
 TEST(FaultPlanTest, RulesPickTrialsByIdOrByRoleAndOccurrence) {
   ASSERT_OK_AND_ASSIGN(FaultPlan plan, FaultPlan::Parse(R"({"faults":[
     {"role":"candidate","nth":2,"fault":"http_error","status":429,"count":3},
-    {"trial":"t0009","fault":"kill_server","after_s":0.5},
+    {"trial":"t0009","fault":"kill_server","at_request":4},
     {"role":"screen","fault":"port_taken"}]})"));
   EXPECT_EQ(plan.size(), 3u);
   EXPECT_FALSE(plan.For("t0001", "candidate").any());
@@ -114,6 +114,7 @@ TEST(FaultPlanTest, RulesPickTrialsByIdOrByRoleAndOccurrence) {
   EXPECT_EQ(second.proxy.count, 3);
   EXPECT_FALSE(plan.For("t0003", "candidate").any());
   EXPECT_EQ(plan.For("t0009", "incumbent").server, ServerFaultKind::kKill);
+  EXPECT_EQ(plan.For("t0009", "incumbent").at_request, 4);
   EXPECT_EQ(plan.For("t0010", "screen").server, ServerFaultKind::kPortTaken);
   EXPECT_FALSE(FaultPlan::Parse(R"({"faults":[{"role":"x","fault":"gremlins"}]})"));
   EXPECT_FALSE(FaultPlan::Parse(R"({"faults":[{"fault":"stall"}]})"));

@@ -29,7 +29,7 @@ Result<FaultPlan> FaultPlan::Parse(const std::string& text) {
       rule.nth = r.value("nth", 1);
       TrialFaults& f = rule.faults;
       f.name = r["fault"].get<std::string>();
-      f.after_s = r.value("after_s", 1.0);
+      f.at_request = r.value("at_request", f.at_request);
       if (f.name == "kill_server") {
         f.server = ServerFaultKind::kKill;
       } else if (f.name == "stop_server") {

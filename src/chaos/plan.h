@@ -8,8 +8,9 @@
 //   proxy faults (chaos/fault_proxy.h): "drop_mid_stream", "stall", "http_error",
 //     "malformed_sse", "truncated_sse", "slow_loris", with "first", "count",
 //     "every", "after_events", "status", "stall_s", "drip_bytes", "drip_ms";
-//   server faults: "kill_server" (SIGKILL to its process group "after_s" seconds
-//     into the benchmark), "stop_server" (SIGSTOP: a hung server), "oom_at_launch"
+//   server faults: "kill_server" (SIGKILL to its process group when the benchmark
+//     sends its "at_request"-th completion request, 0-based), "stop_server" (SIGSTOP
+//     at the same moment: a hung server), "oom_at_launch"
 //     (the launch exits with an out-of-memory message), "port_taken" (another
 //     listener takes the chosen port between the check and the server's bind, and
 //     answers /health as if it were a server).
@@ -31,7 +32,7 @@ struct TrialFaults {
   std::string name;                 // the rule's fault name, as written in the plan
   ProxyFault proxy;                 // kind kNone: no proxy
   ServerFaultKind server = ServerFaultKind::kNone;
-  double after_s = 1.0;             // kill_server, stop_server
+  int at_request = 2;               // kill_server, stop_server: when this request arrives
   bool any() const { return proxy.kind != ProxyFaultKind::kNone || server != ServerFaultKind::kNone; }
 };
 

@@ -10,6 +10,7 @@
 #include "sys/clock.h"
 #include "sys/files.h"
 #include "sys/signals.h"
+#include "sys/term.h"
 
 namespace hone::cli {
 
@@ -36,14 +37,46 @@ void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec)
               HumanSeconds(static_cast<double>(sys::DefaultClock().WallMicros() - s.started_unix_us) * 1e-6).c_str());
 }
 
+// What a resume found damaged and recovered from (never silent): a state.json
+// replaced by the previous save, event lines that are not whole events.
+void NoteDamage(const session::SessionState& state, const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / "events.jsonl").string();
+  session::EventLog log(path);
+  if (!state.recovered.empty()) {
+    sys::LogWarn(state.recovered);
+    (void)log.Append("state_recovered", 0, {{"detail", state.recovered}});
+  }
+  std::vector<int> damaged;
+  if (auto events = session::ReadEvents(path, &damaged); events && !damaged.empty()) {
+    std::vector<std::string> lines;
+    for (int n : damaged) lines.push_back(std::to_string(n));
+    for (auto it = events->rbegin(); it != events->rend(); ++it) {
+      if (it->type == "log_damaged") {
+        if (it->Get("lines") == Join(lines, ",")) return;  // noted at an earlier resume
+        break;
+      }
+    }
+    std::string what = "events.jsonl: line " + Join(lines, ", ") +
+                       " not a whole event (a write cut short by a crash, or damage): skipped, the file is kept as is";
+    sys::LogWarn(what);
+    (void)log.Append("log_damaged", 0, {{"lines", Join(lines, ",")}});
+  }
+}
+
 int RunSession(const spec::SessionSpec& spec, const std::string& run_dir, const Context& ctx, bool resume) {
   auto wiring = WireSession(spec, run_dir, ctx);
   if (!wiring) return ReportError(wiring.error());
   session::SessionState state;
   if (resume) {
     auto loaded = session::LoadState(run_dir);
+    if (!loaded && loaded.error().code == ErrorCode::kNotFound) {
+      // Killed before its first save: nothing was measured yet; the session starts.
+      sys::LogWarn("no state.json in " + run_dir + ": the session was stopped before it began; starting it");
+      loaded = session::Coordinator::NewState(spec, run_dir, sys::DefaultClock());
+    }
     if (!loaded) return ReportError(loaded.error());
     state = std::move(*loaded);
+    NoteDamage(state, run_dir);
     if (state.phase == "done") {
       std::printf("session %s is already closed (%s); see %s/report.md\n", state.session_id.c_str(),
                   state.stop_reason.c_str(), run_dir.c_str());
@@ -103,7 +136,10 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
     if (status->parsed()) {
       auto state = session::LoadState(*status_dir);
       if (!state) return ReportError(state.error());
-      auto events = session::ReadEvents((fs::path(*status_dir) / "events.jsonl").string());
+      std::vector<int> damaged;
+      auto events = session::ReadEvents((fs::path(*status_dir) / "events.jsonl").string(), &damaged);
+      if (!state->recovered.empty()) std::printf("warning: %s\n", state->recovered.c_str());
+      if (!damaged.empty()) std::printf("warning: events.jsonl has %zu line(s) that are not whole events\n", damaged.size());
       std::printf("%s", session::StatusText(*state, events ? *events : std::vector<session::Event>{},
                                             static_cast<double>(sys::DefaultClock().WallMicros()) * 1e-6)
                             .c_str());

@@ -91,6 +91,7 @@ int Main(int argc, char** argv) {
 #ifdef HONE_HAVE_SEARCH
   add(RegisterSearch);
 #endif
+  add(RegisterChaos);
 
   try {
     app.parse(argc, argv);

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "bench/tracegen.h"
 #include "cli/profiles.h"
 #include "core/strings.h"
 #include "model/gguf.h"
+#include "kb/jsonl.h"
+#include "measure/scripted_executor.h"
 #include "model/synth.h"
 #include "report/report.h"
 #include "roofline/host_probe.h"
@@ -107,7 +110,7 @@ class ReportCloser final : public session::Closer {
  public:
   explicit ReportCloser(SessionWiring& w) : w_(w) {}
   Status Close(session::SessionState& s) override {
-    if (w_.kb) Admit(s);
+    if (w_.kb || !w_.kb_error.empty()) Admit(s);
     s.agents = AgentSummary(w_);
     report::ReportInput in;
     in.state = &s;
@@ -160,14 +163,32 @@ class ReportCloser final : public session::Closer {
     req.verdict_keep = s.validation_verdict == "KEEP";
     req.accuracy_passed = s.close_accuracy.empty() || s.close_accuracy.starts_with("pass");
     req.remeasured_at_close = true;
-    auto a = w_.kb->Admit(req);
+    Result<kb::Admission> a =
+        w_.kb ? w_.kb->Admit(req) : Result<kb::Admission>(Fail(Error{ErrorCode::kUnavailable, w_.kb_error, {}}));
     if (!a) {
-      s.kb_result = "knowledge base write failed: " + a.error().message;
+      s.kb_result = KeepPending(s, req, a.error().message);
     } else if (a->admitted) {
       s.kb_result = "recipe #" + std::to_string(a->recipe_id) + " " + a->reason + " in " + w_.kb->path();
     } else {
       s.kb_result = "not admitted: " + a->reason;
     }
+  }
+
+  // The knowledge base could not take the recipe (locked by another process, a full
+  // disk, ...): an admissible recipe is kept beside the run, never dropped.
+  std::string KeepPending(const session::SessionState& s, const kb::AdmissionRequest& req, const std::string& error) {
+    if (w_.kb_rules) {
+      if (std::string why = kb::AdmissionRejection(req, w_.kb_rules->admission); !why.empty()) {
+        return "not admitted: " + why + " (the knowledge base was unavailable anyway: " + error + ")";
+      }
+    }
+    const std::string pending = (fs::path(s.run_dir) / "kb-pending.jsonl").string();
+    if (auto st = sys::WriteFileAtomic(pending, kb::RecipeToJsonLine(req.recipe) + "\n"); !st) {
+      return "knowledge base write failed (" + error + ") and the recipe could not be kept: " + st.error().message;
+    }
+    sys::LogWarn("knowledge base unavailable (" + error + "): the recipe is in " + pending);
+    return "knowledge base unavailable (" + error + "): the recipe is kept in " + pending +
+           "; add it with `hone kb import " + pending + "`";
   }
 
   SessionWiring& w_;
@@ -288,6 +309,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   setup.spec = spec;
   HONE_ASSIGN_OR_RETURN(setup.profile, BenchProfileFor(spec.target.adapter));
   setup.hardware = w->machine.Slug();
+  setup.token_cache_dir = (ctx.cache_dir / "tokens").string();
   if (spec.workload.kind == "agentic") {
     if (!spec.workload.trace.empty()) {
       HONE_ASSIGN_OR_RETURN(setup.traces, bench::LoadTraces(spec.workload.trace));
@@ -299,7 +321,17 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
       HONE_TRY(bench::WriteTraces((fs::path(run_dir) / "traces.jsonl").string(), setup.traces));
     }
   }
+  if (const char* plan = std::getenv("HONE_CHAOS_PLAN"); plan && *plan) {
+    HONE_ASSIGN_OR_RETURN(chaos::FaultPlan p, chaos::FaultPlan::Load(plan));
+    w->chaos = std::make_unique<chaos::FaultPlan>(std::move(p));
+    setup.faults = w->chaos.get();
+    sys::LogWarn("test run: injecting the faults of " + std::string(plan));
+  }
   w->executor = std::make_unique<measure::ServerTrialExecutor>(setup);
+  if (const char* scripted = std::getenv("HONE_TEST_EXECUTOR"); scripted && *scripted) {
+    HONE_ASSIGN_OR_RETURN(w->test_executor, measure::ScriptedExecutor::Load(scripted, run_dir));
+    sys::LogWarn("test run: trials are scripted from " + std::string(scripted) + ", not measured");
+  }
   // Weight precision is only searchable from an unquantized base.
   search::PlannerOptions popts;
   popts.domain = {spec.search.knobs, spec.search.exclude, spec.target.num_gpus > 0, {}};
@@ -310,13 +342,16 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
     std::string path = spec.kb.path.empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.path;
     auto rules = kb::LoadKbRules(ctx.data_dir);
     if (rules) {
+      w->kb_rules = *rules;
       auto store = kb::RecipeStore::Open(path, *rules);
       if (store) {
         w->kb = std::move(*store);
       } else {
+        w->kb_error = store.error().message;
         sys::LogWarn("knowledge base disabled: " + store.error().message);
       }
     } else {
+      w->kb_error = rules.error().message;
       sys::LogWarn("knowledge base disabled: " + rules.error().message);
     }
   }
@@ -366,7 +401,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
     w->kernel = std::make_unique<session::BackendKernelLane>(ko);
   }
   session::SessionServices& svc = w->services;
-  svc.executor = w->executor.get();
+  svc.executor = w->test_executor ? w->test_executor.get() : w->executor.get();
   svc.proposer = w->proposer.get();
   svc.clock = &sys::DefaultClock();
   svc.warm_start = w->warm.get();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/context.h"
@@ -15,6 +16,7 @@
 #include "agent/orchestrator.h"
 #include "agent/robustness.h"
 #include "agent/runtime.h"
+#include "chaos/plan.h"
 #include "kb/store.h"
 #include "measure/model_store.h"
 #include "measure/server_executor.h"
@@ -39,8 +41,14 @@ struct SessionWiring {
   std::string base_precision;
   std::unique_ptr<measure::ModelStore> models;
   std::unique_ptr<measure::ServerTrialExecutor> executor;
+  // Test runs only (docs/reliability.md): HONE_CHAOS_PLAN's faults for the real
+  // executor, and HONE_TEST_EXECUTOR's scripted executor in its place.
+  std::unique_ptr<chaos::FaultPlan> chaos;
+  std::unique_ptr<measure::TrialExecutor> test_executor;
   std::unique_ptr<search::Proposer> proposer;
   std::unique_ptr<kb::RecipeStore> kb;
+  std::string kb_error;                // why the knowledge base could not be opened ("" = fine)
+  std::optional<kb::KbRules> kb_rules;
   std::unique_ptr<session::WarmStart> warm;
   std::unique_ptr<session::Closer> closer;
   std::unique_ptr<session::PatchLane> patches;

@@ -96,7 +96,10 @@ Status Coordinator::Save() {
 
 void Coordinator::Event(const std::string& type, std::vector<std::pair<std::string, std::string>> fields) {
   fields.insert(fields.begin(), {"phase", state_.phase});
-  (void)events_.Append(type, Now(), fields);
+  if (auto s = events_.Append(type, Now(), fields); !s && !event_error_shown_) {
+    event_error_shown_ = true;  // once: a full disk fails every append
+    Progress("warning: the event log lost an event: " + s.error().message);
+  }
 }
 
 void Coordinator::Progress(const std::string& line) {
@@ -127,8 +130,23 @@ void Coordinator::EndPhase(const std::string& status, const std::string& note) {
 
 Result<measure::TrialOutcome> Coordinator::RunTrial(const std::string& role, const Config& config,
                                                     const measure::OperatingPoint& p, const std::string& server_binary) {
+  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrialOnce(role, config, p, server_binary, ""));
+  // A faulted trial (the server or the transport misbehaved) measured nothing about
+  // its configuration: it is run once more, and a second fault stands (an invalid
+  // trial for the caller). The warm-up is discarded anyway.
+  if (o.launched && !o.faults.empty() && role != "warmup") {
+    Event("trial_retry", {{"trial", o.id}, {"faults", Join(o.faults, ", ")}});
+    Progress("  " + o.id + " faulted (" + Join(o.faults, ", ") + "): measuring it again");
+    return RunTrialOnce(role, config, p, server_binary, o.id);
+  }
+  return o;
+}
+
+Result<measure::TrialOutcome> Coordinator::RunTrialOnce(const std::string& role, const Config& config,
+                                                        const measure::OperatingPoint& p,
+                                                        const std::string& server_binary, const std::string& retry_of) {
   if (sys::InterruptRequested()) return Cancelled("interrupted");
-  measure::TrialRequest req{NextTrialId(), role, config, p, server_binary};
+  measure::TrialRequest req{NextTrialId(), role, config, p, server_binary, retry_of};
   // Persist the id before the trial: a crash mid-trial never reuses it.
   HONE_TRY(Save());
   Event("trial_started", {{"trial", req.id}, {"role", role}, {"config", config.ToString()}, {"point", p.Label()}});
@@ -136,7 +154,10 @@ Result<measure::TrialOutcome> Coordinator::RunTrial(const std::string& role, con
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, services_.executor->Run(req));
   ++state_.trials_run;
   state_.trial_seconds_total += o.wall_s;
-  std::string status = !o.launched ? "launch_failed:" + o.failure_kind : !o.valid ? "invalid" : "ok";
+  std::string status = !o.launched          ? "launch_failed:" + o.failure_kind
+                       : !o.faults.empty() ? "faulted"
+                       : !o.valid          ? "invalid"
+                                           : "ok";
   Event("trial_finished", {{"trial", o.id}, {"status", status}, {"objective", Fmt("%.6g", o.objective)},
                            {"wall_s", Fmt("%.2f", o.wall_s)}});
   if (o.launched && o.valid) {

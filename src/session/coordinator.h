@@ -174,8 +174,12 @@ class Coordinator {
   measure::VerdictInput PairedInput(std::vector<double> a, std::vector<double> b, int looks) const;
   // Looks a sequential judgment plans: min_pairs, then every pair_step up to max_pairs.
   int PlannedLooks() const;
+  // Runs a trial; a faulted one (measure::TrialOutcome::faults) is run once more.
   Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p,
                                          const std::string& server_binary);
+  Result<measure::TrialOutcome> RunTrialOnce(const std::string& role, const Config& config,
+                                             const measure::OperatingPoint& p, const std::string& server_binary,
+                                             const std::string& retry_of);
   Result<measure::TrialOutcome> RunTrial(const std::string& role, const Config& config, const measure::OperatingPoint& p) {
     return RunTrial(role, config, p, state_.server_binary);
   }
@@ -204,6 +208,7 @@ class Coordinator {
   EventLog events_;
   int keeps_this_cycle_ = 0;
   int stock_failures_ = 0;  // failed stock trials in the prelude (one is retried)
+  bool event_error_shown_ = false;
 };
 
 // Summary line for `hone status`.

@@ -165,6 +165,47 @@ TEST_F(CoordinatorTest, AFailedStockTrialIsRetriedOnce) {
   EXPECT_TRUE(t.candidates.empty());
 }
 
+// A faulted trial (its server misbehaved) is measured again once and never enters a
+// verdict: here every candidate trial's first attempt comes back faulted with a bogus
+// value ten times the real one, and no KEEP follows from it. A second fault leaves
+// the candidate INVALID, and the session still closes.
+TEST_F(CoordinatorTest, FaultedTrialsAreRetriedOnceAndNeverKept) {
+  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == "candidate" && r.retry_of.empty(); };
+  ListProposer p({"speed=same"});
+  SessionState s = Run(Spec(), &p);
+  ASSERT_EQ(s.candidates.size(), 1u);
+  const CandidateRecord& c = s.candidates[0];
+  EXPECT_NE(c.verdict, "KEEP") << c.reason;
+  ASSERT_FALSE(c.candidate_trials.empty());
+  for (double v : c.candidate_values) EXPECT_LT(v, 200);  // never the faulted value
+  for (const std::string& id : c.candidate_trials) {
+    auto t = measure::ReadTrialOutcome((dir_->path() / "trials" / id).string());
+    ASSERT_TRUE(t);
+    EXPECT_FALSE(t->retry_of.empty()) << id << " is not the re-measurement of a faulted trial";
+    EXPECT_TRUE(t->valid);
+  }
+  auto events = ReadEvents((dir_->path() / "events.jsonl").string());
+  ASSERT_TRUE(events);
+  int retries = 0;
+  for (const auto& e : *events) retries += e.type == "trial_retry";
+  EXPECT_EQ(static_cast<size_t>(retries), c.candidate_trials.size() + (c.screen_trial.empty() ? 0 : 0));
+  EXPECT_EQ(closer_.calls, 1);
+
+  auto d = sys::TempDir::Create("hone-coord");
+  ASSERT_TRUE(d);
+  dir_ = std::move(*d);
+  exec_.run_dir = dir_->path().string();
+  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == "candidate"; };
+  exec_.factors = {{"speed=fast", 1.5}};
+  ListProposer q({"speed=fast"});
+  SessionState t = Run(Spec(), &q);
+  ASSERT_EQ(t.candidates.size(), 1u);
+  EXPECT_EQ(t.candidates[0].verdict, "INVALID");
+  EXPECT_NE(t.candidates[0].reason.find("faulted"), std::string::npos) << t.candidates[0].reason;
+  EXPECT_TRUE(t.BestIsStock());
+  EXPECT_EQ(closer_.calls, 2);
+}
+
 // Close validation is sequential: a burst of noise in its first pairs leaves the
 // verdict inconclusive, so it measures more pairs (up to max_pairs) instead of
 // giving up on a real gain after min_pairs.

@@ -35,6 +35,8 @@ class FakeExecutor final : public measure::TrialExecutor {
   std::vector<measure::TrialRequest> ran;
   int accuracy_checks = 0;
   std::vector<std::string> invalid_trials;       // trial ids that run but are invalid
+  // Trials whose server misbehaves: faulted, with a bogus objective ten times the base.
+  std::function<bool(const measure::TrialRequest&)> fault_if;
   // Optional: rewrites a trial's objective (after noise), e.g. a burst of host noise.
   std::function<double(const measure::TrialRequest&, double)> adjust;
 
@@ -46,6 +48,7 @@ class FakeExecutor final : public measure::TrialExecutor {
     o.role = req.role;
     o.config = req.config;
     o.point = req.point;
+    o.retry_of = req.retry_of;
     o.wall_s = trial_cost_s;
     o.dir = run_dir + "/trials/" + req.id;
     HONE_TRY(sys::EnsureDir(o.dir));
@@ -70,6 +73,14 @@ class FakeExecutor final : public measure::TrialExecutor {
     }
     o.launched = true;
     o.valid = true;
+    if (fault_if && fault_if(req)) {
+      o.valid = false;
+      o.faults = {"connection_reset x3"};
+      o.invalid_reasons = {"faulted: connection_reset x3"};
+      o.objective = base * 10;  // what a stalled incumbent would make a candidate look like
+      HONE_TRY(measure::WriteTrialOutcome(o));
+      return o;
+    }
     if (std::find(invalid_trials.begin(), invalid_trials.end(), req.id) != invalid_trials.end()) {
       o.valid = false;
       o.invalid_reasons = {"fake: a request timed out"};
