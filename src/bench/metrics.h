@@ -64,6 +64,7 @@ struct BenchResult {
   std::vector<std::string> invalid_reasons;
   // Accounting
   int total = 0, successful = 0, warmup = 0, failed = 0, osl_mismatches = 0;
+  int cut = 0;  // cut at a measurement window's end: neither successful nor failed
   std::map<std::string, int> error_categories;
   std::map<std::string, int> warmup_error_categories;  // failed warm-up requests (not in `failed`)
   std::string count_source;  // usage | chunks | mixed

@@ -84,6 +84,9 @@ struct RequestRecord {
   ErrorCategory error = ErrorCategory::kNone;
   std::string error_detail;
   bool osl_mismatch = false;
+  // Cancelled by the client at the end of a measurement window (RunOptions::
+  // cut_at_window_end): not an error; its tokens up to the cut count toward throughput.
+  bool cut = false;
   double client_queue_s = 0;  // open loop: waiting for a concurrency slot
   int64_t hit_blocks = 0;
   int64_t total_blocks = 0;

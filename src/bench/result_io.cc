@@ -142,7 +142,8 @@ std::string ResultToJson(const BenchResult& r) {
   json cats = json::object();
   for (const auto& [k, v] : r.error_categories) cats[k] = v;
   j["requests"] = {{"total", r.total}, {"successful", r.successful}, {"warmup_dropped", r.warmup},
-                   {"error_dropped", r.failed}, {"osl_mismatch", r.osl_mismatches}, {"error_categories", cats}};
+                   {"error_dropped", r.failed}, {"osl_mismatch", r.osl_mismatches}, {"cut_at_window_end", r.cut},
+                   {"error_categories", cats}};
   if (!r.warmup_error_categories.empty()) j["requests"]["warmup_error_categories"] = r.warmup_error_categories;
   j["throughput"] = {{"input_tps", R5(r.input_tps)}, {"output_tps", R5(r.output_tps)}, {"total_tps", R5(r.total_tps)},
                      {"request_rps", R5(r.request_rps)},
@@ -213,6 +214,7 @@ Result<BenchResult> ResultFromJson(const std::string& text) {
     r.warmup = req.value("warmup_dropped", 0);
     r.failed = req.value("error_dropped", 0);
     r.osl_mismatches = req.value("osl_mismatch", 0);
+    r.cut = req.value("cut_at_window_end", 0);
     for (auto& [k, v] : req.at("error_categories").items()) r.error_categories[k] = v.get<int>();
     if (req.contains("warmup_error_categories")) {
       for (auto& [k, v] : req["warmup_error_categories"].items()) r.warmup_error_categories[k] = v.get<int>();
@@ -315,6 +317,7 @@ std::string FormatTable(const BenchResult& r) {
   add("============ hone bench (%s) ============\n", r.context.kind.c_str());
   add("%-34s %s\n", "Load:", r.context.load.c_str());
   add("%-34s %d ok / %d failed / %d warm-up\n", "Requests:", r.successful, r.failed, r.warmup);
+  if (r.cut > 0) add("%-34s %d (tokens to the cut counted)\n", "Cut at the window's end:", r.cut);
   for (const auto& [k, v] : r.error_categories) add("  %-32s %d\n", k.c_str(), v);
   add("%-34s %.2f\n", "Duration (s):", r.duration_s);
   add("%-34s %lld / %lld\n", "Input / output tokens:", static_cast<long long>(r.total_input_tokens),

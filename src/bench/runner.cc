@@ -93,7 +93,11 @@ class Engine {
 
   void OnDone(StreamHandler& h) {
     RequestRecord& r = h.record();
-    if (r.phase == Phase::kProfiling) {
+    if (cutting_ && r.phase == Phase::kProfiling && r.error == ErrorCategory::kCancelled) {
+      r.cut = true;
+      ++output_.cut;
+    }
+    if (r.phase == Phase::kProfiling && !r.cut) {
       output_.window_end_ns = std::max(output_.window_end_ns, r.t_end_ns);
       ++profiled_;
       if (!r.ok()) ++errors_;
@@ -122,6 +126,15 @@ class Engine {
     return profiled_ >= 20 && static_cast<double>(errors_) > options_.max_error_rate * static_cast<double>(profiled_);
   }
 
+  // Cancels every request in flight as the window's end (their records are `cut`).
+  void CutAll(net::HttpLoop& loop, int64_t window_end_ns) {
+    cutting_ = true;
+    loop.CancelAll();
+    Reap();
+    output_.window_end_ns = window_end_ns;
+    cutting_ = false;
+  }
+
   size_t in_flight() const { return in_flight_.size(); }
   RunOutput& output() { return output_; }
   ServerScraper* scraper() { return scraper_.get(); }
@@ -137,6 +150,7 @@ class Engine {
   RunOutput output_;
   int profiled_ = 0;
   int errors_ = 0;
+  bool cutting_ = false;
 };
 
 }  // namespace
@@ -204,6 +218,10 @@ Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const Ru
     }
     bool more_to_send = accepting && (next < measured.size() || !queued.empty());
     if (!more_to_send && engine.in_flight() == 0) break;
+    if (options.cut_at_window_end && now >= end_ns) {
+      engine.CutAll(*loop, end_ns);
+      break;
+    }
     int wait_ms = 20;
     if (shape.kind != LoadShape::Kind::kClosedLoop && next < measured.size()) {
       int64_t due = start_ns + static_cast<int64_t>(arrivals[next] * 1e9) - now;

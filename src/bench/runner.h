@@ -37,6 +37,9 @@ struct RunOptions {
   LoadShape shape;
   net::RequestLimits limits;
   double duration_s = 0;            // 0: run until the request list is exhausted
+  // With duration_s: cancel the requests still running when the window ends (records
+  // marked `cut`) instead of waiting for them; the window then ends at duration_s.
+  bool cut_at_window_end = false;
   double scrape_interval_s = 1.0;   // 0: no /metrics scraping
   uint64_t seed = 42;               // open-loop arrival times
   double max_error_rate = 0.10;     // above this (after 20 requests) the run is aborted, invalid
@@ -52,6 +55,7 @@ struct RunOutput {
   std::vector<std::string> invalid_reasons;
   bool interrupted = false;
   int peak_in_flight = 0;
+  int cut = 0;  // requests cut at the window's end
 };
 
 Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const RunOptions& options);

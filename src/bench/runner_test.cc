@@ -143,6 +143,36 @@ TEST(RunnerTest, ClosedLoopHoldsConcurrencyAndRecordsEverything) {
   EXPECT_TRUE(out->invalid_reasons.empty());
 }
 
+TEST(RunnerTest, AWindowCutsTheRequestsStillRunningAndCountsTheirTokens) {
+  // 50 tokens at 20 ms each: no request can finish inside a 0.3 s window.
+  FakeServer server([](int) { return FakeServer::Mode::kOk; }, 20ms);
+  RunOptions o = Options(server.port(), 4);
+  o.duration_s = 0.3;
+  o.cut_at_window_end = true;
+  auto out = RunRequests(Requests(100, 0, 50), o);
+  ASSERT_OK(out);
+  EXPECT_EQ(out->cut, 4);
+  ASSERT_EQ(out->records.size(), 4u) << "nothing is sent after the window";
+  int64_t chunks = 0;
+  for (const auto& r : out->records) {
+    EXPECT_TRUE(r.cut);
+    EXPECT_GT(r.chunk_ns.size(), 0u);
+    EXPECT_LT(r.chunk_ns.size(), 50u);
+    chunks += static_cast<int64_t>(r.chunk_ns.size());
+  }
+  EXPECT_LE(out->window_end_ns - out->window_start_ns, 300'000'000) << "the window ends at its length";
+  EXPECT_TRUE(out->invalid_reasons.empty());
+  BenchResult r = ComputeResult(*out, RunContext{}, {}, {});
+  EXPECT_EQ(r.cut, 4);
+  EXPECT_EQ(r.failed, 0) << "a cut is not an error";
+  EXPECT_EQ(r.successful, 0);
+  EXPECT_TRUE(r.valid) << "the window measured tokens: " << Join(r.invalid_reasons, "; ");
+  EXPECT_EQ(r.total_output_tokens, chunks);
+  EXPECT_EQ(r.total_input_tokens, 4 * 3);
+  EXPECT_GT(r.output_tps, 0);
+  EXPECT_EQ(r.ttft.n, 0u) << "latencies come from completed requests only";
+}
+
 TEST(RunnerTest, EveryErrorIsACountedCategory) {
   FakeServer server([](int i) {
     switch (i % 7) {

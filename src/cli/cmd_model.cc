@@ -1,3 +1,4 @@
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -25,6 +26,7 @@ struct SynthOpts {
   std::vector<std::string> quants;
   std::string out;
   bool force = false;
+  int threads = 0;
 };
 
 int RunSynth(const SynthOpts& o, const Context& ctx) {
@@ -32,8 +34,8 @@ int RunSynth(const SynthOpts& o, const Context& ctx) {
                                         ? model::LoadShapePreset(o.preset, ctx.data_dir + "/data/synth_presets.yaml")
                                         : model::LoadShapeFile(o.shape_file);
   if (!shape) return ReportError(shape.error());
-  if (o.type != "f16" && o.type != "f32") {
-    return ReportError(Error{ErrorCode::kInvalidArgument, "--type must be f16 or f32 (quantize with --quant)", {}});
+  if (o.type != "f16" && o.type != "bf16" && o.type != "f32") {
+    return ReportError(Error{ErrorCode::kInvalidArgument, "--type must be f16, bf16 or f32 (quantize with --quant)", {}});
   }
   std::string vocab_name = o.vocab.empty() ? shape->vocab : o.vocab;
   std::string vocab_path = vocab_name;
@@ -53,10 +55,18 @@ int RunSynth(const SynthOpts& o, const Context& ctx) {
   if (o.force || !sys::FileExists(out)) {
     sys::Progress progress("synthesizing " + shape->name + " model");
     progress.Update(-1, "writing " + out.filename().string());
+    auto start = std::chrono::steady_clock::now();
+    const model::GgmlType type = o.type == "f32"    ? model::GgmlType::kF32
+                                 : o.type == "bf16" ? model::GgmlType::kBF16
+                                                    : model::GgmlType::kF16;
     auto r = model::SynthesizeModel({.shape = *shape, .seed = o.seed, .vocab_path = vocab_path, .out_path = out.string(),
-                                     .type = o.type == "f32" ? model::GgmlType::kF32 : model::GgmlType::kF16});
+                                     .type = type, .threads = o.threads,
+                                     .progress = [&](double f) { progress.Update(f, out.filename().string()); }});
     if (!r) return ReportError(r.error());
-    progress.Done("done");
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char rate[96];
+    std::snprintf(rate, sizeof rate, "done in %.1f s (%.2f GB/s)", secs, static_cast<double>(r->file_bytes) / 1e9 / secs);
+    progress.Done(rate);
   }
   auto info = model::ReadGguf(out.string());
   if (!info) return ReportError(info.error());
@@ -107,11 +117,13 @@ Action RegisterModel(CLI::App& app, const Context& ctx) {
   cmd->require_subcommand(1);
   auto* synth = cmd->add_subcommand("synth", "Write a llama-architecture GGUF with random weights (deterministic)");
   auto so = std::make_shared<SynthOpts>();
-  synth->add_option("--preset", so->preset, "Shape preset from data/synth_presets.yaml (tiny, small, medium)");
+  synth->add_option("--preset", so->preset,
+                    "Shape preset from data/synth_presets.yaml (tiny, small, medium, llama-3.2-1b, llama-3.1-8b)");
   synth->add_option("--shape", so->shape_file, "HF config.json or shape YAML instead of a preset");
   synth->add_option("--seed", so->seed, "Random seed (same seed, same bytes)");
   synth->add_option("--vocab", so->vocab, "Vocab name (models/ggml-vocab-NAME.gguf) or a GGUF path");
-  synth->add_option("--type", so->type, "Matrix type of the written file: f16 or f32");
+  synth->add_option("--type", so->type, "Matrix type of the written file: f16, bf16 or f32");
+  synth->add_option("--threads", so->threads, "Generator threads (default: all CPUs; the file is the same)");
   synth->add_option("--quant", so->quants, "Also quantize with llama-quantize (e.g. q8_0 q4_0)")->delimiter(',');
   synth->add_option("--out", so->out, "Output path (default: <cache>/models/hone-<preset>-s<seed>-<type>.gguf)");
   synth->add_flag("--force", so->force, "Rewrite files that already exist");

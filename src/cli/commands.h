@@ -26,6 +26,7 @@ Action RegisterKb(CLI::App& app, const Context& ctx);
 Action RegisterRoofline(CLI::App& app, const Context& ctx);
 Action RegisterSearch(CLI::App& app, const Context& ctx);
 Action RegisterChaos(CLI::App& app, const Context& ctx);
+Action RegisterCatalog(CLI::App& app, const Context& ctx);
 
 // Prints an error line (with the log excerpt / hint when present) and returns 1
 // (2 for invalid arguments, 130 for interrupts).

@@ -76,6 +76,7 @@ int Main(int argc, char** argv) {
   add(RegisterRun);
 #endif
   add(RegisterServe);
+  add(RegisterCatalog);
 #ifdef HONE_HAVE_PATCH
   add(RegisterPatch);
 #endif

@@ -13,6 +13,7 @@
 #include "measure/scripted_executor.h"
 #include "model/synth.h"
 #include "report/report.h"
+#include "roofline/gpu_probe.h"
 #include "roofline/host_probe.h"
 #include "roofline/roofline.h"
 #include "search/planner.h"
@@ -25,10 +26,14 @@ namespace hone::cli {
 
 namespace fs = std::filesystem;
 
+std::string HardwareName(const SessionWiring& w) {
+  return w.spec.target.hardware.empty() ? w.machine.SlugFor(w.spec.target.num_gpus) : w.spec.target.hardware;
+}
+
 kb::Identity SessionIdentity(const SessionWiring& w) {
   kb::Identity id;
   id.model = w.model_name;
-  id.hardware = w.spec.target.hardware.empty() ? w.machine.Slug() : w.spec.target.hardware;
+  id.hardware = HardwareName(w);
   id.framework = w.spec.target.adapter;
   id.model_type = "llama";
   if (auto f = model::ReadGguf(w.model_path)) id.model_type = f->Str("general.architecture").value_or("llama");
@@ -118,7 +123,7 @@ class ReportCloser final : public session::Closer {
     in.trials = report::LoadTrials(s.run_dir);
     in.best_command = LaunchCommand(w_, s.best, s.server_binary);
     in.stock_command = LaunchCommand(w_, s.stock, "");
-    in.hardware = w_.spec.target.hardware.empty() ? w_.machine.Slug() : w_.spec.target.hardware;
+    in.hardware = HardwareName(w_);
     in.framework_version = w_.engine.version;
     in.model = w_.model_name;
     in.search_summary = w_.proposer ? w_.proposer->Describe() : "";
@@ -308,7 +313,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   setup.run_dir = run_dir;
   setup.spec = spec;
   HONE_ASSIGN_OR_RETURN(setup.profile, BenchProfileFor(spec.target.adapter));
-  setup.hardware = w->machine.Slug();
+  setup.hardware = HardwareName(*w);
   setup.token_cache_dir = (ctx.cache_dir / "tokens").string();
   if (spec.workload.kind == "agentic") {
     if (!spec.workload.trace.empty()) {
@@ -364,9 +369,12 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   HONE_ASSIGN_OR_RETURN(w->proposer, search::MakeProposer(spec.search.strategy, w->adapter->catalog(), heuristics,
                                                           popts, spec.search.seed));
   if (!spec.patches.empty()) {
-    HONE_ASSIGN_OR_RETURN(target::LlamaCppSource source, target::LoadLlamaCppSource(ctx.data_dir + "/data/llama.cpp.yaml"));
-    std::vector<std::string> args = source.cmake_args;
-    args.insert(args.end(), source.cpu_cmake_args.begin(), source.cpu_cmake_args.end());
+    // A patched build repeats the engine's own configure arguments (CPU or CUDA, its arch).
+    std::vector<std::string> args = w->engine.cmake_args;
+    if (args.empty()) {
+      return FailedPrecondition("patches need a llama.cpp built by hone (this engine came from PATH: " +
+                                w->engine.server + "); run hone provision llama.cpp --no-path");
+    }
     session::PatchLaneOptions po;
     po.diff_files = spec.patches;
     po.repo = w->engine.src_dir.string();
@@ -429,11 +437,19 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   auto table = roofline::HardwareTable::Load(ctx.data_dir + "/data/hardware.yaml");
   auto model_spec = roofline::ModelSpecFromGguf(w->model_path);
   if (table && model_spec) {
-    std::vector<std::string> names = {spec.target.hardware, w->machine.gpus.empty() ? "" : w->machine.gpus[0],
-                                      w->machine.cpu_model, w->machine.Slug()};
+    // The device the engine runs on: the GPU's entry for a GPU session, the CPU's otherwise
+    // (a CPU session on a GPU host is bounded by the CPU).
+    const bool on_gpu = spec.target.num_gpus > 0 && !w->machine.gpus.empty();
+    std::vector<std::string> names = {spec.target.hardware};
+    if (on_gpu) {
+      names.push_back(w->machine.gpus[0]);
+    } else {
+      names.push_back(w->machine.cpu_model);
+    }
+    names.push_back(HardwareName(*w));
     std::string cpu = ToLower(w->machine.cpu_model);
-    if (Contains(cpu, "epyc") && w->machine.cpus <= 2) names.push_back("epyc-zen3-2vcpu");
-    if (Contains(cpu, "xeon") && w->machine.cpus <= 2) names.push_back("xeon-emr-2vcpu");
+    if (!on_gpu && Contains(cpu, "epyc") && w->machine.cpus <= 2) names.push_back("epyc-zen3-2vcpu");
+    if (!on_gpu && Contains(cpu, "xeon") && w->machine.cpus <= 2) names.push_back("xeon-emr-2vcpu");
     std::optional<roofline::Hardware> hw;
     for (const std::string& n : names) {
       if (n.empty()) continue;
@@ -460,6 +476,19 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
                       peaks->fp32 / 1e9, peaks->fp32_isa.c_str(), peaks->int8 / 1e9, peaks->int8_isa.c_str());
         *hw = roofline::WithMeasuredCompute(*hw, *peaks, source);
       }
+    } else if (hw && on_gpu) {
+      // The GPU's ceilings, measured on it (compiled once with nvcc; a few seconds).
+      auto c = roofline::ProbeGpuCeilings(
+          {.source = ctx.data_dir + "/kernels/probe/gpu_ceilings.cu", .cache_dir = ctx.cache_dir});
+      if (c) {
+        char source[192];
+        std::snprintf(source, sizeof source, "GPU probe at session start on %s: read %.0f GB/s, bf16 %.0f TFLOP/s",
+                      c->device.c_str(), c->read_bytes_per_s / 1e9,
+                      c->flops.contains("bf16") ? c->flops.at("bf16") / 1e12 : 0.0);
+        *hw = roofline::WithGpuCeilings(*hw, *c, source);
+      } else {
+        sys::LogWarn("GPU probe: " + c.error().message + " (the roofline uses the table's figures)");
+      }
     }
     if (hw) {
       roofline::ModelSpec ms = *model_spec;
@@ -480,6 +509,16 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
         m.output_tok_s = output_tps;
         HONE_ASSIGN_OR_RETURN(roofline::Headroom h, roofline::Classify(b, m));
         std::string where = hw.id;
+        if (hw.kind == roofline::DeviceKind::kGpu && hw.measured_memory_bw_bytes_per_s) {
+          char bw[96];
+          std::snprintf(bw, sizeof bw, " (measured %.0f GB/s", *hw.measured_memory_bw_bytes_per_s / 1e9);
+          where += bw;
+          if (auto f = hw.measured_peak_flops.find("bf16"); f != hw.measured_peak_flops.end()) {
+            std::snprintf(bw, sizeof bw, ", %.0f TFLOP/s bf16", f->second / 1e12);
+            where += bw;
+          }
+          where += ")";
+        }
         if (hw.kind == roofline::DeviceKind::kCpu && hw.measured_memory_bw_bytes_per_s) {
           char bw[64];
           std::snprintf(bw, sizeof bw, " (probed %.1f GB/s", *hw.measured_memory_bw_bytes_per_s / 1e9);

@@ -74,6 +74,9 @@ void AttachState(SessionWiring& w, const session::SessionState& state);
 // What the agents did, for the report ("" without agents).
 std::string AgentSummary(const SessionWiring& w);
 
+// The hardware a session's engine runs on (spec override, else the GPU for a GPU
+// session, the CPU otherwise): names recipes, the report and the roofline entry.
+std::string HardwareName(const SessionWiring& w);
 // The knowledge-base identity and workload of a session.
 kb::Identity SessionIdentity(const SessionWiring& w);
 kb::Workload SessionWorkload(const spec::SessionSpec& spec);

@@ -213,6 +213,11 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
                                                                 : bench::RangeSemantics::kVllm;
     w.num_prompts = spec.workload.num_prompts;
     w.num_warmups = spec.workload.warmups;
+    if (spec.workload.window_s > 0) {
+      // A measurement window: the pool must outlast it at this concurrency.
+      run.duration_s = spec.workload.window_s;
+      run.cut_at_window_end = true;
+    }
     w.seed = spec.workload.seed;
     ctx.endpoint = std::string(bench::EndpointPath(w.endpoint));
     ctx.isl = w.isl;

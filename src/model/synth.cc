@@ -2,7 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "core/rng.h"
@@ -22,27 +27,104 @@ uint64_t NameSeed(uint64_t seed, const std::string& name) {
   return MixSeed(seed, h);
 }
 
-// Writes `n` values drawn from N(0, std^2) (or constant `fill` when std == 0) as `type`.
-GgufWriter::Generator RandomTensor(uint64_t seed, uint64_t n, double std, float fill, GgmlType type) {
+// The bytes a GPT-2 byte-level BPE token stands for: its text maps each byte to a
+// printable code point (bytes 33-126, 161-172 and 174-255 to themselves, the rest to
+// 256 + n in byte order).
+std::string Gpt2Bytes(const std::string& text) {
+  static const auto kDecode = [] {
+    std::array<int, 512> table;
+    table.fill(-1);
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      table[static_cast<size_t>(printable ? b : 256 + n++)] = b;
+    }
+    return table;
+  }();
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    uint32_t cp = 0;
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : 4;
+    cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
+    for (size_t k = 1; k < len && i + k < text.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3f);
+    i += len;
+    if (cp < kDecode.size() && kDecode[cp] >= 0) {
+      out += static_cast<char>(kDecode[cp]);
+    } else {
+      return text;  // not a byte-level token (an added token): its text is what it says
+    }
+  }
+  return out;
+}
+
+bool ValidUtf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+uint16_t FloatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);  // quiet NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+// Values are drawn in blocks of kBlock, each from its own stream seeded by (tensor
+// seed, block index): blocks are generated in parallel and the file is the same
+// whatever the thread count. An 8B-parameter model is 8000 blocks.
+constexpr uint64_t kBlock = 1 << 20;
+
+void FillBlock(uint64_t seed, uint64_t block, size_t m, double std, float fill, GgmlType type, char* out) {
+  Rng rng(MixSeed(seed, block));
+  auto value = [&] { return std == 0 ? fill : static_cast<float>(rng.NextGaussian() * std); };
+  if (type == GgmlType::kF32) {
+    auto* v = reinterpret_cast<float*>(out);
+    for (size_t k = 0; k < m; ++k) v[k] = value();
+  } else {
+    auto* v = reinterpret_cast<uint16_t*>(out);
+    if (type == GgmlType::kBF16) {
+      for (size_t k = 0; k < m; ++k) v[k] = FloatToBf16(value());
+    } else {
+      for (size_t k = 0; k < m; ++k) v[k] = FloatToHalf(value());
+    }
+  }
+}
+
+// Writes `n` values drawn from N(0, std^2) (or constant `fill` when std == 0) as `type`,
+// generating up to `threads` blocks at once; `written` counts bytes for progress.
+GgufWriter::Generator RandomTensor(uint64_t seed, uint64_t n, double std, float fill, GgmlType type, int threads,
+                                   const std::function<void(uint64_t)>& written) {
   return [=](const GgufWriter::Sink& sink) {
-    Rng rng(seed);
-    constexpr size_t kChunk = 1 << 16;
-    std::vector<uint16_t> half;
-    std::vector<float> full;
-    for (uint64_t done = 0; done < n;) {
-      size_t m = static_cast<size_t>(std::min<uint64_t>(kChunk, n - done));
-      if (type == GgmlType::kF16) {
-        half.resize(m);
-        for (size_t k = 0; k < m; ++k) {
-          half[k] = FloatToHalf(std == 0 ? fill : static_cast<float>(rng.NextGaussian() * std));
-        }
-        sink(half.data(), m * sizeof(uint16_t));
+    const size_t elem = type == GgmlType::kF32 ? 4 : 2;
+    const uint64_t blocks = (n + kBlock - 1) / kBlock;
+    const uint64_t batch = std::max<uint64_t>(1, std::min<uint64_t>(static_cast<uint64_t>(threads), blocks));
+    std::vector<std::vector<char>> bufs(batch, std::vector<char>(std::min<uint64_t>(n, kBlock) * elem));
+    for (uint64_t first = 0; first < blocks; first += batch) {
+      const uint64_t count = std::min(batch, blocks - first);
+      auto size_of = [&](uint64_t b) { return static_cast<size_t>(std::min(kBlock, n - b * kBlock)); };
+      if (count == 1) {
+        FillBlock(seed, first, size_of(first), std, fill, type, bufs[0].data());
       } else {
-        full.resize(m);
-        for (size_t k = 0; k < m; ++k) full[k] = std == 0 ? fill : static_cast<float>(rng.NextGaussian() * std);
-        sink(full.data(), m * sizeof(float));
+        std::vector<std::thread> workers;
+        for (uint64_t i = 0; i < count; ++i) {
+          workers.emplace_back(FillBlock, seed, first + i, size_of(first + i), std, fill, type, bufs[i].data());
+        }
+        for (auto& t : workers) t.join();
       }
-      done += m;
+      for (uint64_t i = 0; i < count; ++i) {
+        sink(bufs[i].data(), size_of(first + i) * elem);
+        if (written) written(size_of(first + i) * elem);
+      }
     }
   };
 }
@@ -119,8 +201,8 @@ Result<ModelShape> LoadShapeFile(const std::string& path) {
 Result<SynthResult> SynthesizeModel(const SynthOptions& options) {
   const ModelShape& s = options.shape;
   HONE_TRY(s.Validate());
-  if (options.type != GgmlType::kF16 && options.type != GgmlType::kF32) {
-    return InvalidArgument("synthesis writes F16 or F32; quantize afterwards for other types");
+  if (options.type != GgmlType::kF16 && options.type != GgmlType::kBF16 && options.type != GgmlType::kF32) {
+    return InvalidArgument("synthesis writes F16, BF16 or F32; quantize afterwards for other types");
   }
   auto vocab = ReadGguf(options.vocab_path);
   if (!vocab) {
@@ -141,7 +223,9 @@ Result<SynthResult> SynthesizeModel(const SynthOptions& options) {
   GgufWriter w;
   w.AddKv("general.architecture", GgufValue::Str("llama"));
   w.AddKv("general.name", GgufValue::Str("hone-synth-" + s.name));
-  w.AddKv("general.file_type", GgufValue::U32(options.type == GgmlType::kF16 ? 1 : 0));
+  // llama_ftype: ALL_F32 = 0, MOSTLY_F16 = 1, MOSTLY_BF16 = 32.
+  w.AddKv("general.file_type",
+          GgufValue::U32(options.type == GgmlType::kF16 ? 1 : options.type == GgmlType::kBF16 ? 32 : 0));
   w.AddKv("general.quantization_version", GgufValue::U32(2));
   w.AddKv("llama.vocab_size", GgufValue::U32(static_cast<uint32_t>(n_vocab)));
   w.AddKv("llama.context_length", GgufValue::U32(static_cast<uint32_t>(s.n_ctx)));
@@ -161,8 +245,16 @@ Result<SynthResult> SynthesizeModel(const SynthOptions& options) {
     has_template = has_template || key == "tokenizer.chat_template";
     if (key == "tokenizer.ggml.token_type" && !options.keep_byte_tokens) {
       GgufValue retyped = value;
-      for (auto& t : retyped.arr) {
-        if (t.AsInt() == 6) t.i = 1, t.u = 1;  // BYTE -> NORMAL
+      const bool byte_level_bpe = vocab->Str("tokenizer.ggml.model").value_or("") == "gpt2";
+      for (size_t id = 0; id < retyped.arr.size(); ++id) {
+        GgufValue& t = retyped.arr[id];
+        if (t.AsInt() == 6) t.i = 1, t.u = 1;  // SentencePiece BYTE -> NORMAL ("<0x80>" as text)
+        // A byte-level BPE token that is not whole UTF-8 on its own (a fragment of a
+        // multi-byte character): random weights string such fragments into invalid
+        // UTF-8. USER_DEFINED tokens are rendered as their stored (valid) text instead.
+        if (byte_level_bpe && t.AsInt() == 1 && id < tokens->arr.size() && !ValidUtf8(Gpt2Bytes(tokens->arr[id].s))) {
+          t.i = 4, t.u = 4;
+        }
       }
       w.AddKv(key, std::move(retyped));
       continue;
@@ -172,10 +264,23 @@ Result<SynthResult> SynthesizeModel(const SynthOptions& options) {
   if (!has_template) w.AddKv("tokenizer.chat_template", GgufValue::Str(kChatTemplate));
 
   const GgmlType mt = options.type;
+  const int threads = options.threads > 0 ? options.threads
+                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // Progress in bytes of tensor data (the header is small).
+  uint64_t total_bytes = 0, done_bytes = 0;
+  std::function<void(uint64_t)> written;
+  if (options.progress) {
+    written = [&](uint64_t bytes) {
+      done_bytes += bytes;
+      options.progress(static_cast<double>(done_bytes) / static_cast<double>(std::max<uint64_t>(1, total_bytes)));
+    };
+  }
   auto add = [&](const std::string& name, std::vector<uint64_t> dims, double std, float fill, GgmlType type) {
     uint64_t n = 1;
     for (uint64_t d : dims) n *= d;
-    w.AddTensor(name, std::move(dims), type, RandomTensor(NameSeed(options.seed, name), n, std, fill, type));
+    total_bytes += n * (type == GgmlType::kF32 ? 4 : 2);
+    w.AddTensor(name, std::move(dims), type,
+                RandomTensor(NameSeed(options.seed, name), n, std, fill, type, threads, written));
   };
   // Embeddings N(0,1); projections N(0, 0.02^2); the LM head N(0, 0.08^2) so that the
   // logits are far from flat and KL divergence between precisions means something.

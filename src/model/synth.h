@@ -6,10 +6,13 @@
 // context). Presets live in data/synth_presets.yaml; a shape can also come from an HF
 // config.json. The vocabulary and tokenizer are copied from one of llama.cpp's
 // vocab-only GGUF files (models/ggml-vocab-*.gguf in the provisioned source tree).
-// The same shape, vocab and seed always give a byte-identical file.
+// The same shape, vocab, seed and type always give a byte-identical file, whatever the
+// thread count (values come in blocks of 2^20, each from its own seeded stream, so an
+// 8B-parameter model is written in parallel at disk speed).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/error.h"
@@ -45,7 +48,9 @@ struct SynthOptions {
   uint64_t seed = 42;
   std::string vocab_path;  // a vocab-only GGUF
   std::string out_path;
-  GgmlType type = GgmlType::kF16;  // kF16 or kF32 for the matrices
+  GgmlType type = GgmlType::kF16;  // kF16, kBF16 or kF32 for the matrices
+  int threads = 0;                 // generator threads (0 = all CPUs); the file does not depend on it
+  std::function<void(double fraction)> progress;  // optional, called as tensor data is written
   // llama-server aborts a stream when a random model emits SentencePiece byte tokens
   // that form invalid UTF-8 (llama.cpp#27543); by default they are re-typed NORMAL.
   bool keep_byte_tokens = false;

@@ -1,5 +1,7 @@
 #include "model/synth.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "sys/files.h"
@@ -62,6 +64,34 @@ TEST_F(SynthTest, WritesALlamaModelThatReadsBack) {
   EXPECT_EQ(f.tensors.size(), 3u + 9u * 2u);
   // Byte tokens were re-typed NORMAL.
   for (const auto& t : f.Find("tokenizer.ggml.token_type")->arr) EXPECT_EQ(*t.AsInt(), 1);
+}
+
+TEST_F(SynthTest, TheFileDoesNotDependOnTheThreadCountAndBf16IsBf16) {
+  // Wide enough that tensors span several 2^20-value blocks (generated in parallel).
+  ModelShape s = Tiny();
+  s.n_embd = 1024;
+  s.n_head = 8;
+  s.n_head_kv = 2;
+  s.n_ff = 2048;
+  auto make = [&](int threads, GgmlType type, const std::string& name) {
+    std::vector<double> seen;
+    SynthOptions o{.shape = s, .seed = 3, .vocab_path = vocab_, .out_path = (dir_->path() / name).string(),
+                   .type = type, .threads = threads, .progress = [&](double f) { seen.push_back(f); }};
+    EXPECT_OK(SynthesizeModel(o));
+    EXPECT_FALSE(seen.empty());
+    if (!seen.empty()) {
+      EXPECT_DOUBLE_EQ(seen.back(), 1.0);
+    }
+    EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+    return *sys::Sha256File(o.out_path);
+  };
+  EXPECT_EQ(make(1, GgmlType::kF16, "t1.gguf"), make(3, GgmlType::kF16, "t3.gguf"));
+  make(2, GgmlType::kBF16, "bf.gguf");
+  ASSERT_OK_AND_ASSIGN(GgufFile f, ReadGguf((dir_->path() / "bf.gguf").string()));
+  EXPECT_EQ(*f.Int("general.file_type"), 32);  // LLAMA_FTYPE_MOSTLY_BF16
+  int bf16 = 0;
+  for (const auto& t : f.tensors) bf16 += t.type == static_cast<uint32_t>(GgmlType::kBF16);
+  EXPECT_EQ(bf16, 2 + 7 * 2) << "every matrix is BF16, the norms stay F32";
 }
 
 TEST_F(SynthTest, DeterministicForASeed) {

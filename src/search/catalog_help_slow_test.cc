@@ -5,13 +5,11 @@
 // environment variable is one the binary or its OpenMP runtime reads.
 #include <gtest/gtest.h>
 
-#include <regex>
-#include <set>
-
 #include "core/strings.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "target/catalog.h"
+#include "target/catalog_check.h"
 #include "testing/llama_env.h"
 #include "testing/test_util.h"
 
@@ -38,88 +36,37 @@ class LlamaCatalogHelpTest : public ::testing::Test {
   target::KnobCatalog catalog_;
 };
 
-TEST_F(LlamaCatalogHelpTest, EveryFlagIsInTheBinarysHelp) {
-  sys::CommandOutput help = Run({"--help"});
-  ASSERT_TRUE(help.status.success()) << help.status.ToString();
-  // Option names: the dash-words of each line's option column.
-  std::set<std::string> options;
-  std::regex word("(^|[ ,])(--?[a-zA-Z0-9][a-zA-Z0-9-]*)");
-  for (const std::string& line : Split(help.output, '\n')) {
-    if (!line.starts_with("-")) continue;
-    // Short options are padded ("-t,    --threads"); the description starts after the
-    // next wide gap, or on the following line when the option column is long.
-    size_t gap = line.find("   ", 8);
-    std::string column = line.substr(0, gap);
-    for (auto it = std::sregex_iterator(column.begin(), column.end(), word); it != std::sregex_iterator(); ++it) {
-      options.insert((*it)[2].str());
-    }
-  }
-  ASSERT_GT(options.size(), 200u);
-  int flags = 0;
-  for (const target::Knob& k : catalog_.knobs()) {
-    for (const std::string& f : {k.flag, k.negative_flag}) {
-      if (f.empty()) continue;
-      ++flags;
-      EXPECT_TRUE(options.contains(f)) << f << " (knob " << k.name << ") is not in llama-server --help";
-    }
-  }
-  EXPECT_GT(flags, 60);
-}
-
-TEST_F(LlamaCatalogHelpTest, TheParserAcceptsEveryValueTheSearchMayTry) {
-  int checked = 0;
-  for (const target::Knob& k : catalog_.knobs()) {
-    if (k.flag.empty()) continue;
-    std::vector<std::vector<std::string>> cases;
-    if (k.type == target::KnobType::kBool) {
-      cases.push_back({k.flag});
-      if (!k.negative_flag.empty()) cases.push_back({k.negative_flag});
-    } else {
-      std::vector<std::string> values = k.search_values;
-      if (k.type == target::KnobType::kEnum) values.insert(values.end(), k.choices.begin(), k.choices.end());
-      if (!k.default_value.empty() && k.default_value != "source") values.push_back(k.default_value);
-      if (values.empty() && k.min) values.push_back(std::to_string(static_cast<int64_t>(*k.min)));
-      for (const std::string& v : values) cases.push_back({k.flag, v});
-    }
-    for (const auto& args : cases) {
-      if (k.type != target::KnobType::kBool && args.size() == 2 && args[1] == "auto" &&
-          k.type == target::KnobType::kInt) {
-        continue;  // "auto" means "leave the flag out" for numeric knobs
-      }
-      std::vector<std::string> argv = args;
-      argv.push_back("--version");
-      sys::CommandOutput out = Run(argv);
-      EXPECT_TRUE(out.status.success()) << Join(args, " ") << " (knob " << k.name << "): " << out.status.ToString()
-                                        << "\n" << LastLines(out.output, 4);
-      ++checked;
-    }
-  }
-  EXPECT_GT(checked, 150);
+TEST_F(LlamaCatalogHelpTest, EveryFlagValueAndVariableIsTheBinarys) {
+  ASSERT_OK_AND_ASSIGN(target::CatalogCheck check, target::CheckCatalog(catalog_, server_));
+  EXPECT_GT(check.help_options, 200);
+  EXPECT_GT(check.flags_checked, 60);
+  EXPECT_GT(check.values_checked, 150);
+  EXPECT_GE(check.env_checked, 5);
+  for (const std::string& p : check.problems) ADD_FAILURE() << p;
   // The check has teeth: a bad value and an unknown flag are refused.
   EXPECT_FALSE(Run({"--cache-type-k", "q9_9", "--version"}).status.success());
   EXPECT_FALSE(Run({"--no-such-flag", "--version"}).status.success());
 }
 
-TEST_F(LlamaCatalogHelpTest, EveryEnvironmentVariableIsReadByTheBinaryOrItsOpenMp) {
-  auto binary = sys::ReadFile(server_);
-  ASSERT_OK(binary);
-  bool gomp = binary->find("libgomp.so") != std::string::npos;
-  bool cuda = binary->find("ggml_cuda") != std::string::npos;
-  int checked = 0;
-  for (const target::Knob& k : catalog_.knobs()) {
-    if (k.env.empty()) continue;
-    if (k.env.starts_with("OMP_") || k.env.starts_with("GOMP_")) {
-      EXPECT_TRUE(gomp) << k.env << ": the binary does not use libgomp";
-    } else if (k.env.starts_with("GGML_CUDA_") && !cuda) {
-      EXPECT_EQ(k.applies_to, "gpu") << k.env;  // read by the CUDA backend only
-      continue;
-    } else {
-      EXPECT_NE(binary->find(k.env), std::string::npos) << k.env << " (knob " << k.name << ") is not read by "
-                                                        << server_;
-    }
-    ++checked;
-  }
-  EXPECT_GE(checked, 5);
+TEST_F(LlamaCatalogHelpTest, ACatalogWithAWrongFlagOrValueFails) {
+  ASSERT_OK_AND_ASSIGN(auto dir, sys::TempDir::Create("hone-catalog"));
+  std::string path = (dir->path() / "bad.yaml").string();
+  ASSERT_OK(sys::WriteFileAtomic(path, R"(framework: llama.cpp
+versions: "*"
+knobs:
+  - {name: threads, flag: --threads, type: int, min: 1, max: 64, default: "2", category: threads}
+  - {name: bogus, flag: --no-such-flag, type: int, min: 1, max: 4, default: "1", category: threads}
+  - {name: kv, flag: --cache-type-k, type: enum, choices: [f16, q9_9], default: f16, category: precision}
+  - {name: env, env: HONE_NOT_READ_ANYWHERE, type: enum, choices: ["1"], default: "", category: threads}
+)"));
+  ASSERT_OK_AND_ASSIGN(target::KnobCatalog bad, target::KnobCatalog::Load(path));
+  ASSERT_OK_AND_ASSIGN(target::CatalogCheck check, target::CheckCatalog(bad, server_));
+  EXPECT_FALSE(check.ok());
+  std::string all = Join(check.problems, "\n");
+  EXPECT_NE(all.find("--no-such-flag (knob bogus) is not in --help"), std::string::npos) << all;
+  EXPECT_NE(all.find("--cache-type-k q9_9 (knob kv) is refused"), std::string::npos) << all;
+  EXPECT_NE(all.find("HONE_NOT_READ_ANYWHERE"), std::string::npos) << all;
+  EXPECT_EQ(all.find("--threads"), std::string::npos) << all;
 }
 
 }  // namespace

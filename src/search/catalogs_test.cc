@@ -126,7 +126,12 @@ TEST(CatalogsTest, HeuristicsLoadAndNameKnownKnobs) {
 TEST(HeuristicsTest, DiagnosisFollowsTheRulesInOrder) {
   DiagnosisRules r;
   r.roofline["memory_bandwidth"] = Bottleneck::kDecode;
-  EXPECT_EQ(Diagnose("memory_bandwidth", {{"kv_usage_max", 1.0}}, r).bottleneck, Bottleneck::kDecode);
+  // Measured limits (a full KV cache, a queue) come before the roofline class; the
+  // roofline class comes before the latency shares.
+  EXPECT_EQ(Diagnose("memory_bandwidth", {{"kv_usage_max", 1.0}}, r).bottleneck, Bottleneck::kKvCapacity);
+  EXPECT_EQ(Diagnose("memory_bandwidth", {{"queue_depth_mean", 60}}, r).bottleneck, Bottleneck::kQueueing);
+  EXPECT_EQ(Diagnose("memory_bandwidth", {{"mean_ttft_ms", 900}, {"mean_tpot_ms", 10}, {"osl", 32}}, r).bottleneck,
+            Bottleneck::kDecode);
   EXPECT_EQ(Diagnose("", {{"kv_usage_max", 0.95}, {"queue_depth_mean", 3}}, r).bottleneck, Bottleneck::kKvCapacity);
   EXPECT_EQ(Diagnose("", {{"queue_depth_mean", 3}}, r).bottleneck, Bottleneck::kQueueing);
   EXPECT_EQ(Diagnose("", {{"running_mean", 2}, {"concurrency", 8}}, r).bottleneck, Bottleneck::kQueueing);

@@ -64,7 +64,8 @@ Result<Heuristics> Heuristics::Parse(const std::string& yaml_text, const std::st
 
 Result<Heuristics> Heuristics::ParseField(const spec::Field& root) {
   HONE_TRY(root.RequireMap());
-  HONE_TRY(root.CheckKeys({"categories", "default_category", "risk_penalty", "diagnosis", "bottlenecks", "frameworks"}));
+  HONE_TRY(root.CheckKeys(
+      {"categories", "default_category", "risk_penalty", "diagnosis", "bottlenecks", "devices", "frameworks"}));
   Heuristics h;
   for (const auto& [name, f] : root["categories"].Entries()) {
     HONE_ASSIGN_OR_RETURN(h.categories[name], ParsePrior(f));
@@ -91,6 +92,12 @@ Result<Heuristics> Heuristics::ParseField(const spec::Field& root) {
     if (!b) return Fail(f.Err("unknown bottleneck '" + name + "'"));
     for (const auto& [cat, m] : f.Entries()) {
       HONE_ASSIGN_OR_RETURN(h.bottlenecks[*b][cat], m.Double(0, 100));
+    }
+  }
+  for (const auto& [device, f] : root["devices"].Entries()) {
+    if (device != "cpu" && device != "gpu") return Fail(f.Err("unknown device '" + device + "' (cpu, gpu)"));
+    for (const auto& [cat, m] : f.Entries()) {
+      HONE_ASSIGN_OR_RETURN(h.devices[device][cat], m.Double(0, 100));
     }
   }
   for (const auto& [fw, f] : root["frameworks"].Entries()) {
@@ -139,6 +146,13 @@ double Heuristics::BottleneckMultiplier(Bottleneck b, const std::string& categor
   return c == it->second.end() ? 1.0 : c->second;
 }
 
+double Heuristics::DeviceMultiplier(bool gpu, const std::string& category) const {
+  auto it = devices.find(gpu ? "gpu" : "cpu");
+  if (it == devices.end()) return 1.0;
+  auto c = it->second.find(category);
+  return c == it->second.end() ? 1.0 : c->second;
+}
+
 const FrameworkHeuristics* Heuristics::Framework(const std::string& name) const {
   auto it = frameworks.find(name);
   return it == frameworks.end() ? nullptr : &it->second;
@@ -146,16 +160,13 @@ const FrameworkHeuristics* Heuristics::Framework(const std::string& name) const 
 
 Diagnosis Diagnose(const std::string& roofline_class, const std::map<std::string, double>& metrics,
                    const DiagnosisRules& rules) {
-  if (!roofline_class.empty()) {
-    if (auto it = rules.roofline.find(roofline_class); it != rules.roofline.end()) {
-      return {it->second, "roofline: " + roofline_class + "-bound"};
-    }
-    if (auto b = ParseBottleneck(roofline_class)) return {*b, "given: " + roofline_class};
-  }
   auto get = [&](const char* k) -> std::optional<double> {
     auto it = metrics.find(k);
     return it == metrics.end() ? std::nullopt : std::optional<double>(it->second);
   };
+  // Measured limits first: a full KV cache or a server that queues the offered load
+  // (fewer slots than requests in flight) binds before any roofline ceiling does; the
+  // roofline class describes the load the server would run if it took all of it.
   if (auto kv = get("kv_usage_max"); kv && *kv >= rules.kv_usage) {
     return {Bottleneck::kKvCapacity, "KV usage " + Num(*kv) + " >= " + Num(rules.kv_usage)};
   }
@@ -168,6 +179,12 @@ Diagnosis Diagnose(const std::string& roofline_class, const std::map<std::string
   if (running && conc && *running > 0 && *conc > 1 && *running < rules.running_fraction * *conc) {
     return {Bottleneck::kQueueing, "running " + Num(*running) + " < " + Num(rules.running_fraction) + " x concurrency " +
                                        Num(*conc)};
+  }
+  if (!roofline_class.empty()) {
+    if (auto it = rules.roofline.find(roofline_class); it != rules.roofline.end()) {
+      return {it->second, "roofline: " + roofline_class + "-bound"};
+    }
+    if (auto b = ParseBottleneck(roofline_class)) return {*b, "given: " + roofline_class};
   }
   auto ttft = get("mean_ttft_ms");
   auto tpot = get("mean_tpot_ms");

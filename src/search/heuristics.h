@@ -65,6 +65,8 @@ struct Heuristics {
   std::map<std::string, double> risk_penalty;  // accuracy risk -> penalty
   DiagnosisRules diagnosis;
   std::map<Bottleneck, std::map<std::string, double>> bottlenecks;  // -> category multipliers
+  // Per device the engine runs on ("cpu", "gpu"): category multipliers (1 when absent).
+  std::map<std::string, std::map<std::string, double>> devices;
   std::map<std::string, FrameworkHeuristics> frameworks;
 
   static Result<Heuristics> Load(const std::string& path);
@@ -75,6 +77,8 @@ struct Heuristics {
   double RiskPenalty(const std::string& risk) const;
   // Multiplier on a category's prior spread under a diagnosis (1 when none applies).
   double BottleneckMultiplier(Bottleneck b, const std::string& category) const;
+  // Multiplier on a category's prior spread on this device (1 when none applies).
+  double DeviceMultiplier(bool gpu, const std::string& category) const;
   const FrameworkHeuristics* Framework(const std::string& name) const;
 };
 

@@ -38,7 +38,8 @@ Planner::Planner(const target::KnobCatalog& catalog, Heuristics heuristics, Plan
 }
 
 double Planner::PriorScale(const std::string& category) const {
-  return heuristics_.Category(category).scale * heuristics_.BottleneckMultiplier(diagnosis_.bottleneck, category);
+  return heuristics_.Category(category).scale * heuristics_.BottleneckMultiplier(diagnosis_.bottleneck, category) *
+         heuristics_.DeviceMultiplier(options_.domain.gpu, category);
 }
 
 double Planner::KnobScale(const std::string& knob) const {

@@ -112,13 +112,35 @@ TEST_F(PlannerTest, DiagnosisScalesCategoriesAndAddsBundles) {
   bool bundle = false;
   for (const IdeaNode& n : p->tree().nodes()) bundle = bundle || n.kind == IdeaKind::kBundle;
   EXPECT_TRUE(bundle);
-  // A roofline class overrides the metrics.
+  // A measured queue outranks the roofline class (the server is not running the load
+  // the roofline was computed for); without a queue the roofline class decides.
   ctx_.bottleneck = "memory_bandwidth";
+  auto queued = Make();
+  ASSERT_TRUE(queued->Next(ctx_));
+  EXPECT_EQ(queued->diagnosis().bottleneck, Bottleneck::kQueueing);
+  ctx_.baseline_metrics = {{"queue_depth_mean", 0.1}, {"mean_ttft_ms", 900}, {"mean_tpot_ms", 1}, {"osl", 10}};
   auto q = Make({.domain = {.exclude = {"slots"}}});
   auto d = q->Next(ctx_);
   ASSERT_TRUE(d);
   EXPECT_EQ(q->diagnosis().bottleneck, Bottleneck::kDecode);
   EXPECT_EQ(d->idea, "spec=ngram");
+}
+
+TEST_F(PlannerTest, DeviceMultipliersReorderTheCategoriesOnAGpu) {
+  ASSERT_OK_AND_ASSIGN(Heuristics h,
+                       Heuristics::Parse(std::string(kHeuristics) + "devices:\n  gpu: {threads: 0.1, batching: 1.5}\n",
+                                         "h.yaml"));
+  EXPECT_DOUBLE_EQ(h.DeviceMultiplier(true, "threads"), 0.1);
+  EXPECT_DOUBLE_EQ(h.DeviceMultiplier(false, "threads"), 1.0);
+  EXPECT_DOUBLE_EQ(h.DeviceMultiplier(true, "attention"), 1.0);
+  // On the CPU threads lead (see above); on a GPU the CPU threads barely matter and
+  // batching leads.
+  Planner gpu(catalog_, h, {.domain = {.exclude = {"slots"}, .gpu = true}});
+  auto c = gpu.Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_TRUE(c->idea.starts_with("ubatch=")) << c->idea;
+  EXPECT_FALSE(Heuristics::Parse(std::string(kHeuristics) + "devices:\n  tpu: {threads: 0.1}\n", "h.yaml"))
+      << "an unknown device is an error";
 }
 
 TEST_F(PlannerTest, RescoringAfterAnObservationMovesTheNumericModel) {

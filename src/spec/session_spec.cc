@@ -77,7 +77,7 @@ Status ParseWorkload(const Field& f, WorkloadSpec& w) {
   HONE_TRY(f.RequireMap());
   HONE_TRY(f.CheckKeys({"kind", "endpoint", "isl", "osl", "range_ratio", "range_semantics", "concurrency",
                         "num_prompts", "warmups", "load", "seed", "trace", "trace_preset", "trace_sessions",
-                        "duration", "think_scale", "sweep"}));
+                        "duration", "think_scale", "sweep", "window"}));
   HONE_ASSIGN_OR_RETURN(w.kind, f["kind"].StrOr("fixed"));
   if (w.kind != "fixed" && w.kind != "agentic") return Fail(f["kind"].Err("must be fixed or agentic"));
   HONE_ASSIGN_OR_RETURN(w.endpoint, f["endpoint"].StrOr(w.kind == "agentic" ? "chat" : "completions"));
@@ -109,6 +109,13 @@ Status ParseWorkload(const Field& f, WorkloadSpec& w) {
     w.duration_s = *secs;
   }
   HONE_ASSIGN_OR_RETURN(w.think_scale, f["think_scale"].DoubleOr(1.0, 0, 100));
+  if (f["window"].defined()) {
+    if (w.kind != "fixed") return Fail(f["window"].Err("applies to fixed workloads (agentic replays use duration)"));
+    HONE_ASSIGN_OR_RETURN(std::string d, f["window"].Str());
+    auto secs = ParseDurationSeconds(d);
+    if (!secs) return Fail(f["window"].Err(secs.error().message));
+    w.window_s = *secs;
+  }
   Field sweep = f["sweep"];
   if (sweep.defined()) {
     HONE_TRY(sweep.CheckKeys({"concurrency", "isl_osl"}));

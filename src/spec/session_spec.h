@@ -59,6 +59,12 @@ struct WorkloadSpec {
   int concurrency = 2;
   int num_prompts = 16;
   int warmups = 2;
+  // Fixed workloads: 0 = every prompt runs to completion. > 0: a measurement window
+  // of this many seconds; prompts are sent (from a pool of num_prompts) until it
+  // ends, and requests still running then are cut, their tokens so far counted. The
+  // trial takes the same time whatever the configuration: a server that queues most
+  // of the load (4 slots at concurrency 64) cannot stretch it.
+  double window_s = 0;
   std::string load = "closed";
   uint64_t seed = 42;
   // agentic

@@ -1,5 +1,7 @@
 #include "sys/machine.h"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <cctype>
@@ -29,8 +31,13 @@ std::string Slugify(std::string_view s) {
 
 }  // namespace
 
-std::string MachineInfo::Slug() const {
-  if (!gpus.empty()) return Slugify(gpus.front()) + (gpus.size() > 1 ? "-x" + std::to_string(gpus.size()) : "");
+std::string MachineInfo::Slug() const { return SlugFor(static_cast<int>(gpus.size())); }
+
+std::string MachineInfo::SlugFor(int num_gpus) const {
+  if (num_gpus > 0 && !gpus.empty()) {
+    int n = std::min(num_gpus, static_cast<int>(gpus.size()));
+    return Slugify(gpus.front()) + (n > 1 ? "-x" + std::to_string(n) : "");
+  }
   std::string model = cpu_model;
   for (const char* noise : {"(R)", "(TM)", "Processor", "CPU", "with Radeon Graphics"}) model = ReplaceAll(model, noise, "");
   size_t at = model.find('@');

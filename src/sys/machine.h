@@ -15,6 +15,10 @@ struct MachineInfo {
   std::vector<std::string> gpus;  // "NVIDIA H200"
   // A stable slug: "nvidia-h200" (first GPU) or "cpu-amd-epyc-7b13-2c".
   std::string Slug() const;
+  // The device an engine with `num_gpus` GPUs runs on: the GPU ("nvidia-h200",
+  // "nvidia-h200-x2") when num_gpus > 0 and a GPU is present, else the CPU
+  // ("cpu-amd-epyc-7b13-2c"), also on a GPU host.
+  std::string SlugFor(int num_gpus) const;
 };
 
 MachineInfo DescribeMachine();

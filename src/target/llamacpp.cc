@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <regex>
 #include <thread>
 
@@ -96,6 +97,7 @@ Result<Provisioned> ReadStamp(const fs::path& stamp) {
     p.tag = j.value("tag", "");
     p.commit = j.value("commit", "");
     p.build_seconds = j.value("build_seconds", 0.0);
+    if (j.contains("cmake_args")) p.cmake_args = j.at("cmake_args").get<std::vector<std::string>>();
     return p;
   });
 }
@@ -104,7 +106,8 @@ Status WriteStamp(const fs::path& stamp, const Provisioned& p) {
   json j = {{"origin", p.origin},   {"variant", p.variant},     {"root", p.root.string()},
             {"src_dir", p.src_dir.string()}, {"server", p.server}, {"quantize", p.quantize},
             {"bench", p.bench},     {"perplexity", p.perplexity}, {"version", p.version},
-            {"tag", p.tag},         {"commit", p.commit},       {"build_seconds", p.build_seconds}};
+            {"tag", p.tag},         {"commit", p.commit},       {"build_seconds", p.build_seconds},
+            {"cmake_args", p.cmake_args}};
   return sys::WriteFileAtomic(stamp, j.dump(2) + "\n");
 }
 
@@ -166,16 +169,14 @@ Status FetchSource(const LlamaCppSource& src, const fs::path& cache, const fs::p
 }
 
 // Runs the cmake build of the tools with a progress line fed by ninja's [n/m] output.
-Status BuildTools(const LlamaCppSource& src, const fs::path& src_dir, const fs::path& build_dir, bool cuda,
-                  const std::string& cuda_arch, int jobs) {
+Status BuildTools(const LlamaCppSource& src, const fs::path& src_dir, const fs::path& build_dir,
+                  const std::vector<std::string>& args, bool cuda, int jobs) {
   std::vector<std::string> configure = {"cmake", "-S", src_dir.string(), "-B", build_dir.string()};
   if (!sys::FindOnPath("ninja").empty()) {
     configure.push_back("-G");
     configure.push_back("Ninja");
   }
-  for (const auto& a : src.cmake_args) configure.push_back(a);
-  for (const auto& a : cuda ? src.cuda_cmake_args : src.cpu_cmake_args) configure.push_back(a);
-  if (cuda) configure.push_back("-DCMAKE_CUDA_ARCHITECTURES=" + cuda_arch);
+  for (const auto& a : args) configure.push_back(a);
   HONE_TRY(sys::EnsureDir(build_dir));
   std::string log = (build_dir / "hone-build.log").string();
   HONE_TRY(Step("cmake configure", {.argv = configure, .log_path = log}, 10min));
@@ -221,6 +222,7 @@ Status BuildTools(const LlamaCppSource& src, const fs::path& src_dir, const fs::
 Provisioned Layout(const LlamaCppSource& src, const fs::path& root, const std::string& variant) {
   Provisioned p;
   p.variant = variant;
+  p.cmake_args = BuildArgs(src, variant);
   p.root = root;
   p.src_dir = root / "src";
   fs::path bin = root / ("build-" + variant) / "bin";
@@ -233,34 +235,129 @@ Provisioned Layout(const LlamaCppSource& src, const fs::path& root, const std::s
   return p;
 }
 
+// The commit id of a source tree that is not a git work tree.
+constexpr const char* kUnversioned = "unversioned";
+
+std::string GitHead(const fs::path& dir) {
+  if (sys::FindOnPath("git").empty()) return "";
+  auto head = sys::RunCommand({.argv = {"git", "-C", dir.string(), "rev-parse", "HEAD"}}, 30s);
+  if (!head || !head->status.success()) return "";
+  return std::string(Trim(head->output));
+}
+
+// Clones a local llama.cpp checkout into root/src (reused when already at its HEAD); a
+// tree without git (a host without it) is copied afresh each time.
+Status CloneLocalSource(const fs::path& source, const std::string& commit, const fs::path& root) {
+  fs::path src_dir = root / "src";
+  if (commit != kUnversioned && sys::FileExists(src_dir / "CMakeLists.txt") && GitHead(src_dir) == commit) {
+    return Ok();
+  }
+  HONE_TRY(sys::EnsureDir(root));
+  std::error_code ec;
+  fs::path tmp = root / "src.partial";
+  fs::remove_all(tmp, ec);
+  if (commit == kUnversioned) {
+    fs::copy(source, tmp, fs::copy_options::recursive, ec);
+    if (ec) return Internal("cannot copy " + source.string() + ": " + ec.message());
+  } else {
+    HONE_TRY(Step("git clone of " + source.string(),
+                  {.argv = {"git", "clone", "--quiet", "--no-hardlinks", source.string(), tmp.string()}}, 10min));
+  }
+  fs::remove_all(src_dir, ec);
+  fs::rename(tmp, src_dir, ec);
+  if (ec) return Internal("cannot move " + tmp.string() + " to " + src_dir.string() + ": " + ec.message());
+  return Ok();
+}
+
+// Provision roots: the pinned source's first, then local checkouts' (newest first).
+std::vector<fs::path> ProvisionRoots(const fs::path& cache_dir, const LlamaCppSource& src) {
+  fs::path base = cache_dir / "llama.cpp";
+  std::vector<fs::path> roots = {base / src.short_id()};
+  std::vector<std::pair<fs::file_time_type, fs::path>> local;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(base, ec)) {
+    if (e.is_directory() && e.path().filename().string().starts_with("local-")) {
+      local.emplace_back(fs::last_write_time(e.path(), ec), e.path());
+    }
+  }
+  std::sort(local.begin(), local.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [t, path] : local) roots.push_back(path);
+  return roots;
+}
+
 }  // namespace
+
+std::vector<std::string> BuildArgs(const LlamaCppSource& src, const std::string& variant) {
+  std::vector<std::string> args = src.cmake_args;
+  if (variant.starts_with("cuda")) {
+    args.insert(args.end(), src.cuda_cmake_args.begin(), src.cuda_cmake_args.end());
+    std::string arch = variant.starts_with("cuda-sm") ? variant.substr(7) : "";
+    if (!arch.empty()) args.push_back("-DCMAKE_CUDA_ARCHITECTURES=" + arch);
+  } else {
+    args.insert(args.end(), src.cpu_cmake_args.begin(), src.cpu_cmake_args.end());
+  }
+  return args;
+}
 
 Result<Provisioned> FindProvisioned(const fs::path& cache_dir, const std::string& data_dir, bool cuda) {
   HONE_ASSIGN_OR_RETURN(LlamaCppSource src, LoadLlamaCppSource(data_dir + "/data/llama.cpp.yaml"));
-  fs::path root = cache_dir / "llama.cpp" / src.short_id();
-  for (const std::string& variant : {std::string(cuda ? "cuda" : "cpu"), std::string("path")}) {
-    fs::path stamp_dir = variant == "path" ? root : root / ("build-" + variant);
-    if (variant != "path" && cuda) {
-      // CUDA variants carry their architecture: take any.
-      std::error_code ec;
-      for (const auto& e : fs::directory_iterator(root, ec)) {
-        if (e.path().filename().string().starts_with("build-cuda")) stamp_dir = e.path();
+  std::vector<std::string> order = cuda ? std::vector<std::string>{"cuda", "path"}
+                                        : std::vector<std::string>{"cpu", "path", "cuda"};
+  for (const std::string& variant : order) {
+    for (const fs::path& root : ProvisionRoots(cache_dir, src)) {
+      fs::path stamp_dir = variant == "path" ? root : root / ("build-" + variant);
+      if (variant == "cuda") {
+        // CUDA variants carry their architecture: take any.
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(root, ec)) {
+          if (e.path().filename().string().starts_with("build-cuda")) stamp_dir = e.path();
+        }
+      }
+      auto p = ReadStamp(StampPath(stamp_dir));
+      if (p && ToolsExist(*p)) {
+        if (p->cmake_args.empty() && p->origin != "path") p->cmake_args = BuildArgs(src, p->variant);
+        return *p;
       }
     }
-    auto p = ReadStamp(StampPath(stamp_dir));
-    if (p && ToolsExist(*p)) return *p;
   }
-  return NotFound("llama.cpp is not provisioned in " + cache_dir.string() + " (run: hone provision llama.cpp)");
+  return NotFound("llama.cpp is not provisioned" + std::string(cuda ? " with CUDA" : "") + " in " + cache_dir.string() +
+                  (cuda ? " (run: hone provision llama.cpp --cuda)" : " (run: hone provision llama.cpp)"));
 }
 
 Result<Provisioned> ProvisionLlamaCpp(const ProvisionOptions& options) {
   HONE_ASSIGN_OR_RETURN(LlamaCppSource src, LoadLlamaCppSource(options.data_dir + "/data/llama.cpp.yaml"));
   fs::path root = options.cache_dir / "llama.cpp" / src.short_id();
+  std::string local_commit;
+  if (!options.source.empty()) {
+    if (!sys::FileExists(fs::path(options.source) / "CMakeLists.txt")) {
+      return NotFound("--source " + options.source + " is not a llama.cpp source tree (no CMakeLists.txt)");
+    }
+    local_commit = GitHead(options.source);
+    if (local_commit.empty()) {
+      // Without git (or outside a work tree) the build works; the patch lane, which
+      // needs git worktrees, does not.
+      if (!sys::FindOnPath("git").empty() && sys::FileExists(fs::path(options.source) / ".git")) {
+        return FailedPrecondition("--source " + options.source + " is a git work tree without a commit");
+      }
+      sys::LogWarn("--source " + options.source +
+                   " is not a git work tree: building a copy (source patches need git: git init && git add -A && "
+                   "git commit -m src)");
+      local_commit = kUnversioned;
+    }
+    // The pinned commit shares the pinned root; any other commit gets its own.
+    if (local_commit != src.commit) {
+      root = options.cache_dir / "llama.cpp" /
+             ("local-" + (local_commit == kUnversioned ? local_commit : local_commit.substr(0, 7)));
+      src.tag = "local";
+      src.commit = local_commit;
+    }
+  }
   HONE_TRY(sys::EnsureDir(root));
   HONE_ASSIGN_OR_RETURN(auto lock, sys::FileLock::Acquire(options.cache_dir / "llama.cpp" / ".provision.lock"));
 
-  // A llama-server the user already has wins over building (unless --cuda asks for a build).
-  std::string on_path = options.use_path && !options.cuda ? sys::FindOnPath("llama-server") : "";
+  // A llama-server the user already has wins over building (unless --cuda or --source asks for a build).
+  std::string on_path =
+      options.use_path && !options.cuda && options.source.empty() ? sys::FindOnPath("llama-server") : "";
   if (!on_path.empty()) {
     fs::path stamp = StampPath(root);
     HONE_TRY(FetchSource(src, options.cache_dir, root));
@@ -294,11 +391,17 @@ Result<Provisioned> ProvisionLlamaCpp(const ProvisionOptions& options) {
     return *existing;
   }
   auto start = std::chrono::steady_clock::now();
-  HONE_TRY(FetchSource(src, options.cache_dir, root));
+  if (options.source.empty()) {
+    HONE_TRY(FetchSource(src, options.cache_dir, root));
+  } else {
+    sys::LogInfo("building llama.cpp from the local source " + options.source + " (commit " + local_commit.substr(0, 11) +
+                 ")");
+    HONE_TRY(CloneLocalSource(options.source, local_commit, root));
+  }
   int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  HONE_TRY(BuildTools(src, p.src_dir, build_dir, options.cuda, arch, jobs));
+  HONE_TRY(BuildTools(src, p.src_dir, build_dir, p.cmake_args, options.cuda, jobs));
   if (!ToolsExist(p)) return Internal("the build finished but the tools are missing in " + build_dir.string());
-  p.origin = "built";
+  p.origin = options.source.empty() ? "built" : "source";
   HONE_ASSIGN_OR_RETURN(p.version, ProbeLlamaVersion(p.server));
   p.build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   HONE_TRY(WriteStamp(StampPath(build_dir), p));

@@ -9,7 +9,10 @@
 // interrupted build resumes (ninja is incremental). A file lock serializes concurrent
 // provisioners. A llama-server already on PATH is used instead of building when the
 // caller allows it (its version is recorded); the source is still fetched, since the
-// vocab files and the patch executor need it.
+// vocab files and the patch executor need it. On a host that cannot reach the npm
+// registry (an air-gapped GPU node), `source` names a local llama.cpp git checkout to
+// clone and build instead; a checkout at another commit than the pinned one is built
+// into its own <cache>/llama.cpp/local-<commit>/ and recorded as such.
 #pragma once
 
 #include <filesystem>
@@ -44,11 +47,13 @@ struct ProvisionOptions {
   std::string cuda_arch;     // "90"; empty = ask nvidia-smi
   bool use_path = true;      // use a llama-server on PATH instead of building
   int jobs = 0;              // 0 = number of CPUs
+  std::string source;        // a local llama.cpp git checkout to build instead of fetching
 };
 
 struct Provisioned {
-  std::string origin;        // "built" or "path"
+  std::string origin;        // "built", "path" or "source" (built from a local checkout)
   std::string variant;       // "cpu" or "cuda-sm90"
+  std::vector<std::string> cmake_args;  // the configure arguments of this build (a patch rebuild repeats them)
   std::filesystem::path root;
   std::filesystem::path src_dir;
   std::string server;        // absolute paths of the tools
@@ -64,9 +69,14 @@ struct Provisioned {
 
 // Provisions (or finds) llama.cpp; shows progress on stderr.
 Result<Provisioned> ProvisionLlamaCpp(const ProvisionOptions& options);
-// Finds an existing provision without building anything (kNotFound otherwise).
+// Finds an existing provision without building anything (kNotFound otherwise). The
+// pinned source's builds come first, then builds of local checkouts (newest first).
+// `cuda`: a CUDA build, else one on PATH. Without it: a CPU build, else one on PATH,
+// else a CUDA build (tools that only need the source or a server take any).
 Result<Provisioned> FindProvisioned(const std::filesystem::path& cache_dir, const std::string& data_dir,
                                     bool cuda = false);
+// The configure arguments a build of `variant` ("cpu", "cuda-sm90") uses.
+std::vector<std::string> BuildArgs(const LlamaCppSource& src, const std::string& variant);
 
 // `llama-server --version` -> "0.4.0-dev (build 1, commit 80fb11a)".
 Result<std::string> ProbeLlamaVersion(const std::string& binary);
