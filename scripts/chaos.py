@@ -198,7 +198,20 @@ def real_fault_row(out, name, params, expected):
     times = sum(injected_count(t["injected"]) for t in injected)
     ok = sum(1 for t in injected if classified(t, expected))
     unsound = sum(1 for t in injected if t["id"] in used and t.get("faults"))
-    retried = sum(1 for t in injected if any(u.get("retry_of") == t["id"] for u in trials.values()))
+    # What followed each injected trial: a faulted one is measured again (retry_of); a
+    # failed stock launch is measured again by the prelude; a failed candidate launch
+    # is its verdict (LAUNCH_FAILED); a port race is relaunched inside the same trial.
+    def followed(t):
+        if t.get("faults"):
+            return any(u.get("retry_of") == t["id"] for u in trials.values())
+        if not t.get("launched"):
+            if t["role"] in ("aa", "baseline", "warmup"):
+                return any(u["id"] > t["id"] and u["role"] in ("aa", "baseline") and u.get("launched")
+                           for u in trials.values())
+            return any(t["id"] in ([c.get("screen_trial")] + c.get("candidate_trials", []))
+                       or c.get("verdict") == "LAUNCH_FAILED" for c in state.get("candidates", []))
+        return bool(t.get("relaunches")) and t.get("launched")
+    retried = sum(1 for t in injected if followed(t))
     keeps_from_faulted = sum(1 for c in state.get("candidates", []) if c.get("verdict") == "KEEP"
                              and any(trials.get(i, {}).get("faults") for i in c.get("candidate_trials", [])
                                      + c.get("incumbent_trials", [])))
@@ -209,9 +222,9 @@ def real_fault_row(out, name, params, expected):
     orphans = [t.get("server_pid") for t in trials.values() if alive(t.get("server_pid", 0))]
     return {"fault": name, "injected": times, "trials": len(injected), "classified": ok, "sessions": 1,
             "completed": int(completed), "lost": unsound, "orphans": len(orphans),
-            "notes": "%d of %d faulted trials measured again; %d KEEP from a faulted trial; report names them: %s; "
-                     "%.0f s" % (retried, len(injected), keeps_from_faulted, "yes" if named else "NO",
-                                 time.time() - t0)}
+            "notes": "%d of %d handled by the rules (measured again / relaunched / LAUNCH_FAILED); %d KEEP from a "
+                     "faulted trial; report names them: %s; %.0f s"
+                     % (retried, len(injected), keeps_from_faulted, "yes" if named else "NO", time.time() - t0)}
 
 
 # ---------------------------------------------------------------- scripted sessions

@@ -46,6 +46,12 @@ Result<std::unique_ptr<Server>> Server::Start(const LaunchSpec& spec, const std:
     if (auto exited = server->process_->Poll()) {
       std::string log = server->process_->Output();
       Classification c = Classify(rules, log, exited->code, exited->signal);
+      if ((c.kind == FailureKind::kNone || c.kind == FailureKind::kExited) && net::PortInUse(spec.port)) {
+        // Exited without a word we know, and someone else listens on its port: a port
+        // race (llama-server's log can be lost when it exits at once).
+        c = {FailureKind::kPortInUse, "another process listens on the port",
+             "port " + std::to_string(spec.port) + " is taken" + (log.empty() ? "" : ": " + LastLines(log, 1))};
+      }
       if (c.kind == FailureKind::kNone) c.kind = FailureKind::kExited;
       return Fail(LaunchFailure(c, "server exited during start-up", exited->ToString()));
     }
