@@ -271,20 +271,34 @@ def kill_row(out, kills, seed):
     while not done and rounds < 400:
         args = ["run", spec, "--out", run] if rounds == 0 else ["resume", run]
         rounds += 1
+        before = (read_json(os.path.join(run, "state.json")) or {}).get("trials_run", -1)
         p = start_hone(args, env)
-        wait = rng.uniform(0.3, 3.5) if killed < kills else None
-        try:
-            p.wait(timeout=wait if wait is not None else 1800)
-            done = True  # finished before its kill
+        t_start = time.time()
+        if killed >= kills:
+            p.wait(timeout=1800)
+            p.stderr.close()
+            done = True
+            continue
+        # Every fourth kill lands while hone is still wiring (engine, model, probes);
+        # the others once the session has moved on since the last kill, a random
+        # moment later: between trials, inside one, while saving.
+        if killed % 4 == 3:
+            deadline = t_start + rng.uniform(0.2, 2.0)
+        else:
+            while p.poll() is None and (read_json(os.path.join(run, "state.json")) or {}).get("trials_run", -1) <= before:
+                time.sleep(0.02)
+            deadline = time.time() + rng.uniform(0.0, 1.5)
+        while p.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        if p.poll() is not None:
+            done = p.returncode == 0  # finished before its kill
             p.stderr.close()
             continue
-        except subprocess.TimeoutExpired:
-            pass
         os.kill(p.pid, signal.SIGKILL)  # by pid: the hone we started
         p.wait()
         p.stderr.close()
         killed += 1
-        moments.append(round(wait, 2))
+        moments.append(round(time.time() - t_start, 1))
         orphans += len(stand_in_survivors(run, 8))
         for cid, v in decided(read_json(os.path.join(run, "state.json"))).items():
             seen[cid] = v
@@ -312,7 +326,7 @@ def kill_row(out, kills, seed):
             "orphans": orphans + len(stand_in_survivors(run, 0)),
             "notes": "%d resumes; %d trials cut by a kill and measured again; %d trials in all (reference %d); "
                      "final verdicts %s the uninterrupted session's (%d candidates, best %s, close %s)%s; "
-                     "kill moments (s after start): %s; %.0f s"
+                     "kill moments (s after each start): %s; %.0f s"
                      % (rounds - 1, twice, got.get("trials_run", 0), want.get("trials_run", 0),
                         "equal to" if same else "DIFFERENT from", len(final), json.dumps(got.get("best")),
                         got.get("validation_verdict"), diff, " ".join(str(m) for m in moments), time.time() - t0)}
@@ -385,10 +399,11 @@ def kb_row(out):
                                                                          text2.strip().splitlines()[-1][:120])}
 
 
-def killed_scripted_run(work, env, after_s):
+def killed_scripted_run(work, env, after_trials):
     run = os.path.join(work, "run")
     p = start_hone(["run", os.path.join(work, "spec.yaml"), "--out", run], env)
-    time.sleep(after_s)
+    while p.poll() is None and (read_json(os.path.join(run, "state.json")) or {}).get("trials_run", 0) < after_trials:
+        time.sleep(0.02)
     os.kill(p.pid, signal.SIGKILL)
     p.wait()
     p.stderr.close()
@@ -399,7 +414,7 @@ def killed_scripted_run(work, env, after_s):
 def state_row(out):
     work = os.path.join(out, "state-damaged")
     env = scripted_setup(work)
-    run = killed_scripted_run(work, env, 5)
+    run = killed_scripted_run(work, env, 20)
     whole = read_json(os.path.join(run, "state.json"))
     with open(os.path.join(run, "state.json")) as f:
         text = f.read()
@@ -423,7 +438,7 @@ def state_row(out):
 def events_row(out):
     work = os.path.join(out, "events-damaged")
     env = scripted_setup(work)
-    run = killed_scripted_run(work, env, 5)
+    run = killed_scripted_run(work, env, 20)
     path = os.path.join(run, "events.jsonl")
     lines = open(path).read().split("\n")
     lines[4] = lines[4][: len(lines[4]) // 2] + "\x01garbage"

@@ -66,7 +66,7 @@ constexpr int64_t kProbeWords = 16;  // content of the overhead probes, in token
 // Counts tokens of `text` with the server's tokenizer, without special tokens.
 class ServerCounter {
  public:
-  ServerCounter(const CalibrationOptions& o) : o_(o) {}
+  explicit ServerCounter(const CalibrationOptions& o) : o_(o) {}
 
   bool Available() const {
     const std::string& f = o_.profile.framework;

@@ -63,6 +63,20 @@ std::vector<int> Survivors(const fs::path& run_dir, std::chrono::milliseconds wi
   }
 }
 
+// state.json's trial count (-1 without one).
+int TrialsRun(const fs::path& run) {
+  json s = ReadJson(run / "state.json");
+  return s.is_object() ? s.value("trials_run", 0) : -1;
+}
+
+// Waits until the session in `run` has run more than `trials` trials (or `hone` ended).
+void WaitForProgress(sys::ChildProcess& hone, const fs::path& run, int trials) {
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (!hone.Poll() && TrialsRun(run) <= trials && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
 // The decided candidates of a state: id -> "idea/delta: VERDICT".
 std::map<std::string, std::string> Decided(const json& state) {
   std::map<std::string, std::string> out;
@@ -125,9 +139,16 @@ TEST_F(ChaosTest, KillNineAndResumeLoseNothing) {
     } else {
       argv.insert(argv.end(), {"resume", run.string()});
     }
+    const int before = TrialsRun(run);
     ASSERT_OK_AND_ASSIGN(auto hone, sys::ChildProcess::Start({.argv = argv, .env = env}));
-    // Moments spread over wiring (about 2.5 s: engine, model, probes) and trials.
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500 + (900 * round) % 2600));
+    // Moments: one while hone is still wiring (engine, model, probes), the others
+    // once the session has moved on since the last kill, a while later.
+    if (round % 4 == 3) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300 + (370 * round) % 1200));
+    } else {
+      WaitForProgress(*hone, run, before);
+      std::this_thread::sleep_for(std::chrono::milliseconds((370 * round) % 900));
+    }
     if (hone->Poll()) break;  // finished before the kill
     ASSERT_EQ(kill(hone->pid(), SIGKILL), 0);
     ASSERT_OK(hone->WaitFor(10s));
@@ -157,7 +178,7 @@ TEST_F(ChaosTest, DamagedStateAndEventLogAreRecoveredLoudly) {
   ASSERT_OK_AND_ASSIGN(auto hone, sys::ChildProcess::Start(
                                       {.argv = {Hone(), "run", Path("scripted.yaml").string(), "--out", run.string()},
                                        .env = env}));
-  std::this_thread::sleep_for(3500ms);
+  WaitForProgress(*hone, run, 12);
   kill(hone->pid(), SIGKILL);
   ASSERT_OK(hone->WaitFor(10s));
   ASSERT_TRUE(sys::FileExists(run / "state.json.prev"));

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 
 #include "core/rng.h"
 #include "core/stats.h"
@@ -862,11 +863,13 @@ Status Coordinator::CloseSession() {
           break;
         }
         auto ta = RunTrial("validate", state_.stock, Primary(), "");
+        if (!ta && sys::IsNoSpace(ta.error())) return Fail(ta.error());
         if (!ta) {
           ok = false;
           break;
         }
         auto tb = RunTrial("validate", state_.best, Primary());
+        if (!tb && sys::IsNoSpace(tb.error())) return Fail(tb.error());
         if (!tb || !ta->valid || !tb->valid) {
           ok = false;
           break;
@@ -921,6 +924,7 @@ Status Coordinator::CloseSession() {
   // session is "done" only once they are written (a crash here re-runs the close).
   if (services_.closer) {
     auto closed = services_.closer->Close(state_);
+    if (!closed && sys::IsNoSpace(closed.error())) return closed;  // resumed, it writes them again
     if (!closed) Event("close_error", {{"error", closed.error().message}});
   }
   state_.phase = "done";
@@ -940,9 +944,14 @@ Result<SessionState> Coordinator::Run() {
   }
   HONE_TRY(Save());
   // One wrapper per phase: a failed phase is recorded and the session moves on.
+  std::optional<Error> no_space;  // the run directory is full: stop, to resume once there is room
   auto guarded = [&](Status (Coordinator::*phase)()) -> bool {
     Status s = (this->*phase)();
     if (s) return true;
+    if (sys::IsNoSpace(s.error())) {
+      no_space = s.error();
+      return false;
+    }
     if (s.error().code == ErrorCode::kCancelled || sys::InterruptRequested()) {
       state_.interrupted = true;
       state_.stop_reason = "interrupted";
@@ -987,6 +996,7 @@ Result<SessionState> Coordinator::Run() {
     }
     HONE_TRY(Save());
   }
+  if (no_space) return Fail(*no_space);
   if (state_.phase != "done") HONE_TRY(CloseSession());
   return state_;
 }

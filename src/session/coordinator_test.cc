@@ -206,6 +206,39 @@ TEST_F(CoordinatorTest, FaultedTrialsAreRetriedOnceAndNeverKept) {
   EXPECT_EQ(closer_.calls, 2);
 }
 
+// A full disk under the run directory stops the session with the error (it is not a
+// failed phase, and the session is not closed as if converged); once there is room,
+// the resumed session finishes with the same verdict.
+TEST_F(CoordinatorTest, AFullDiskStopsTheSessionToBeResumed) {
+  exec_.factors = {{"speed=fast", 1.3}};
+  bool full = true;
+  exec_.error_if = [&](const measure::TrialRequest& r) -> std::optional<Error> {
+    if (!full || r.role != "candidate") return std::nullopt;
+    return Error{ErrorCode::kResourceExhausted, "cannot write outcome.json: No space left on device",
+                 {{"no_space", "true"}}};
+  };
+  ListProposer p({"speed=fast"});
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.closer = &closer_;
+  spec::SessionSpec spec = Spec();
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  auto out = c.Run();
+  ASSERT_FALSE(out);
+  EXPECT_TRUE(sys::IsNoSpace(out.error()));
+  EXPECT_EQ(closer_.calls, 0);
+  ASSERT_OK_AND_ASSIGN(SessionState saved, LoadState(dir_->path().string()));
+  EXPECT_NE(saved.phase, "done");
+  full = false;
+  ListProposer q({"speed=fast"});
+  SessionState s = Run(spec, &q, &saved);
+  EXPECT_EQ(s.phase, "done");
+  ASSERT_EQ(s.candidates.size(), 1u);
+  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+}
+
 // Close validation is sequential: a burst of noise in its first pairs leaves the
 // verdict inconclusive, so it measures more pairs (up to max_pairs) instead of
 // giving up on a real gain after min_pairs.

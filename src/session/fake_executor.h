@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,10 +38,15 @@ class FakeExecutor final : public measure::TrialExecutor {
   std::vector<std::string> invalid_trials;       // trial ids that run but are invalid
   // Trials whose server misbehaves: faulted, with a bogus objective ten times the base.
   std::function<bool(const measure::TrialRequest&)> fault_if;
+  // Trials that fail as infrastructure (an error, not an outcome), e.g. a full disk.
+  std::function<std::optional<Error>(const measure::TrialRequest&)> error_if;
   // Optional: rewrites a trial's objective (after noise), e.g. a burst of host noise.
   std::function<double(const measure::TrialRequest&, double)> adjust;
 
   Result<measure::TrialOutcome> Run(const measure::TrialRequest& req) override {
+    if (error_if) {
+      if (auto e = error_if(req)) return Fail(*e);
+    }
     ran.push_back(req);
     if (clock) clock->AdvanceSeconds(trial_cost_s);
     measure::TrialOutcome o;
