@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "agent/text.h"
 #include "core/strings.h"
@@ -14,6 +15,13 @@ namespace hone::agent {
 using json = nlohmann::json;
 
 namespace {
+
+// A verdict in the saved state (a throw here becomes Load's kDataLoss error).
+Verdict VerdictFrom(const json& j) {
+  auto v = ParseVerdict(j.get<std::string>());
+  if (!v) throw std::runtime_error(v.error().message);
+  return *v;
+}
 
 std::string DeltaText(const std::vector<std::pair<std::string, std::string>>& delta) {
   std::string out;
@@ -69,7 +77,7 @@ std::string CatalogBriefing(const target::KnobCatalog& catalog, bool gpu, bool f
     out << "- " << k.name << ": " << values;
     if (full) {
       out << " (default " << (k.default_value.empty() ? "unset" : k.default_value) << "; " << k.category
-          << "; accuracy risk " << k.accuracy_risk << ")";
+          << "; accuracy risk " << target::AccuracyRiskName(k.accuracy_risk) << ")";
       if (!k.search_values.empty()) out << " suggested: " << Join(k.search_values, "|");
       if (!k.why.empty()) out << " — " << k.why;
     }
@@ -288,7 +296,8 @@ void AgentProposer::Observe(const search::Observation& obs) {
     o.claimed_gain = it->second.candidate.expected_gain;
     calibration_.push_back(CalibrationRow{obs.candidate.idea, obs.candidate.delta.ToString(), it->second.has_claim,
                                           it->second.candidate.expected_gain, obs.verdict, obs.gain});
-    orchestrator_.Remember(o.delta + ": " + obs.verdict + " (measured " + Pct(obs.gain) + ")");
+    orchestrator_.Remember(o.delta + ": " + std::string(VerdictName(obs.verdict)) + " (measured " + Pct(obs.gain) +
+                           ")");
   }
   outcomes_.push_back(o);
   std::vector<Signal> signals = DetectAll(history_, robustness_ ? robustness_->thresholds() : DetectorThresholds{}, fired_);
@@ -318,16 +327,17 @@ std::string AgentProposer::Save() const {
   j["calibration"] = json::array();
   for (const auto& c : calibration_) {
     j["calibration"].push_back({{"idea", c.idea}, {"delta", c.delta}, {"has_claim", c.has_claim},
-                                {"claimed", c.claimed_gain}, {"verdict", c.verdict}, {"measured", c.measured_gain}});
+                                {"claimed", c.claimed_gain}, {"verdict", VerdictName(c.verdict)},
+                                {"measured", c.measured_gain}});
   }
   j["history"] = json::array();
   for (const auto& e : history_.entries) {
     j["history"].push_back({{"idea", e.idea}, {"delta", e.delta}, {"hash", e.config_hash}, {"config", e.config},
-                            {"verdict", e.verdict}, {"failure", e.failure_kind}, {"t", e.t_s}});
+                            {"verdict", VerdictName(e.verdict)}, {"failure", e.failure_kind}, {"t", e.t_s}});
   }
   j["outcomes"] = json::array();
   for (const auto& o : outcomes_) {
-    j["outcomes"].push_back({{"idea", o.idea}, {"delta", o.delta}, {"verdict", o.verdict},
+    j["outcomes"].push_back({{"idea", o.idea}, {"delta", o.delta}, {"verdict", VerdictName(o.verdict)},
                              {"measured", o.measured_gain}, {"claimed", o.claimed_gain}, {"failure", o.failure_kind}});
   }
   j["fired"] = json::array();
@@ -371,19 +381,19 @@ Status AgentProposer::Load(const std::string& saved) {
     for (const json& c : j.at("calibration")) {
       calibration_.push_back({c.at("idea").get<std::string>(), c.at("delta").get<std::string>(),
                               c.at("has_claim").get<bool>(), c.at("claimed").get<double>(),
-                              c.at("verdict").get<std::string>(), c.at("measured").get<double>()});
+                              VerdictFrom(c.at("verdict")), c.at("measured").get<double>()});
     }
     history_.entries.clear();
     for (const json& e : j.at("history")) {
       history_.entries.push_back({"", e.at("idea").get<std::string>(), e.at("delta").get<std::string>(),
                                   e.at("hash").get<std::string>(), e.at("config").get<std::string>(),
-                                  e.at("verdict").get<std::string>(), e.at("failure").get<std::string>(),
+                                  VerdictFrom(e.at("verdict")), e.at("failure").get<std::string>(),
                                   e.at("t").get<double>()});
     }
     outcomes_.clear();
     for (const json& o : j.at("outcomes")) {
       outcomes_.push_back({o.at("idea").get<std::string>(), o.at("delta").get<std::string>(),
-                           o.at("verdict").get<std::string>(), o.at("measured").get<double>(),
+                           VerdictFrom(o.at("verdict")), o.at("measured").get<double>(),
                            o.at("claimed").get<double>(), o.at("failure").get<std::string>()});
     }
     fired_.clear();
@@ -435,9 +445,8 @@ std::string FormatCalibrationTable(const std::vector<CalibrationRow>& rows) {
   int n = 0;
   for (const auto& r : rows) {
     out << "| " << r.delta << " | " << (r.has_claim ? Pct(r.claimed_gain) : "—") << " | ";
-    bool measured = r.verdict == "KEEP" || r.verdict == "REVERT" || r.verdict == "INCONCLUSIVE" ||
-                    r.verdict == "SCREENED_OUT";
-    out << (measured ? Pct(r.measured_gain) : "—") << " | " << r.verdict << " |\n";
+    const bool measured = IsMeasured(r.verdict);
+    out << (measured ? Pct(r.measured_gain) : "—") << " | " << VerdictName(r.verdict) << " |\n";
     if (r.has_claim && measured) {
       err += std::fabs(r.claimed_gain - r.measured_gain);
       ++n;

@@ -65,7 +65,7 @@ struct CalibrationRow {
   std::string delta;
   bool has_claim = false;
   double claimed_gain = 0;   // fraction, the agent's claim
-  std::string verdict;       // measured by the coordinator
+  Verdict verdict = Verdict::kPending;  // measured by the coordinator
   double measured_gain = 0;  // fraction, measured
 };
 

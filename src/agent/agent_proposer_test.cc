@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/http_backends.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "search/catalog_proposer.h"
 #include "testing/fake_clock.h"
 
@@ -45,7 +45,7 @@ class AgentProposerTest : public ::testing::Test {
     c.time_left_s = 3600;
     return c;
   }
-  search::Observation Obs(const search::Candidate& c, const std::string& verdict, double gain,
+  search::Observation Obs(const search::Candidate& c, Verdict verdict, double gain,
                           const std::string& failure = "") {
     search::Observation o;
     o.candidate = c;
@@ -164,7 +164,7 @@ TEST_F(AgentProposerTest, LongMultibyteModelTextIsClippedSafely) {
   EXPECT_LE(c->title.size(), 100u);
   EXPECT_NO_THROW((void)json(c->title).dump());
   EXPECT_NO_THROW((void)json(c->rationale).dump());
-  p.Observe(Obs(*c, "REVERT", -0.02));
+  p.Observe(Obs(*c, Verdict::kRevert, -0.02));
   AgentProposer q(*orchestrator_, catalog_, options_);
   EXPECT_OK(q.Load(p.Save()));
 }
@@ -175,7 +175,7 @@ TEST_F(AgentProposerTest, ClaimsLandInTheCalibrationTableOnly) {
   auto c = p.Next(Ctx());
   ASSERT_TRUE(c);
   EXPECT_DOUBLE_EQ(c->expected_gain, 9.0);
-  p.Observe(Obs(*c, "SCREENED_OUT", -0.4));
+  p.Observe(Obs(*c, Verdict::kScreenedOut, -0.4));
   ASSERT_EQ(p.calibration().size(), 1u);
   EXPECT_DOUBLE_EQ(p.calibration()[0].claimed_gain, 9.0);
   EXPECT_DOUBLE_EQ(p.calibration()[0].measured_gain, -0.4);
@@ -195,7 +195,7 @@ TEST_F(AgentProposerTest, RejectedCredentialsHandOverToTheDeterministicPlanner) 
     ASSERT_TRUE(c);
     EXPECT_FALSE(c->idea.starts_with("agent:")) << c->idea;
     EXPECT_TRUE(seen.insert(c->idea).second);
-    p.Observe(Obs(*c, "REVERT", -0.01));
+    p.Observe(Obs(*c, Verdict::kRevert, -0.01));
   }
   EXPECT_EQ(ep_->count(), 1u);  // one request, never another
   EXPECT_TRUE(p.agent_off());
@@ -229,7 +229,7 @@ TEST_F(AgentProposerTest, StateSurvivesAResume) {
   AgentProposer p(*orchestrator_, catalog_, options_, &fb1);
   auto a = p.Next(Ctx());
   ASSERT_TRUE(a);
-  p.Observe(Obs(*a, "KEEP", 0.12));
+  p.Observe(Obs(*a, Verdict::kKeep, 0.12));
   std::string saved = p.Save();
   search::CatalogProposer fb2(catalog_, {});
   AgentProposer q(*orchestrator_, catalog_, options_, &fb2);
@@ -257,7 +257,7 @@ TEST_F(AgentProposerTest, ACrashLoopExcludesTheCrashingKnob) {
     auto c = p.Next(Ctx());
     ASSERT_TRUE(c);
     ASSERT_TRUE(c->delta.Has("batch"));
-    p.Observe(Obs(*c, "LAUNCH_FAILED", 0, "out_of_memory"));
+    p.Observe(Obs(*c, Verdict::kLaunchFailed, 0, "out_of_memory"));
   }
   EXPECT_TRUE(p.excluded().contains("batch"));
   auto next = p.Next(Ctx());

@@ -8,12 +8,13 @@
 
 #include "agent/agent_proposer.h"
 #include "agent/critic.h"
+#include "session/comparison.h"
 #include "agent/runtime.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "model/synth.h"
 #include "search/catalog_proposer.h"
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "target/llamacpp.h"
 #include "target/server.h"
 #include "testing/fake_clock.h"
@@ -21,6 +22,18 @@
 
 namespace hone::agent {
 namespace {
+
+// What stands once the critic reviewed a measured verdict: session::Decide with the
+// critic's refusal as a veto (the only place a verdict is decided).
+Verdict Stands(Verdict measured, const CriticVerdict& review) {
+  session::ComparisonResult r;
+  r.judged = measure::VerdictResult{};
+  r.judged->verdict = measured;
+  std::vector<session::Veto> vetoes;
+  if (!review.approve) vetoes.push_back({session::VetoKind::kCritic, review.reason});
+  return session::Decide(r, vetoes).verdict;
+}
+
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
@@ -80,13 +93,13 @@ TEST_F(RealLlmTest, GrammarConstrainedRepliesAreSchemaValidVerdicts) {
   d.idea = "threads=1";
   d.incumbent = "threads=2";
   d.config = "threads=1";
-  d.measured_verdict = "REVERT";
+  d.measured_verdict = Verdict::kRevert;
   d.gain = -0.2;
   ASSERT_OK_AND_ASSIGN(CriticVerdict v, critic->Review(d));
   EXPECT_TRUE(critic->Verify(v, d));
   EXPECT_FALSE(v.reason.empty());
   // Whatever the nonsense model said, the measured REVERT stands.
-  EXPECT_EQ(FinalVerdict("REVERT", v), "REVERT");
+  EXPECT_EQ(Stands(Verdict::kRevert, v), Verdict::kRevert);
   for (const auto& r : runtime_->client().rejections()) {
     // The grammar makes the shape right; only a reply cut off by the token limit may fail.
     EXPECT_EQ(r.kind, "malformed_json") << r.detail;
@@ -140,7 +153,7 @@ TEST_F(RealLlmTest, ASessionDrivenByNonsenseStaysSafe) {
   spec.measurement.aa_pairs = 2;
   session::Coordinator c(spec, svc, session::Coordinator::NewState(spec, dir_->path().string(), clock_));
   ASSERT_OK_AND_ASSIGN(session::SessionState s, c.Run());
-  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.phase, session::Phase::kDone);
   EXPECT_GE(proposer.Describe().find("orchestrator turns"), 0u);
   std::cerr << proposer.Describe() << runtime_->meter().Summary() << "\n";
   for (const auto& r : runtime_->client().rejections()) std::cerr << "rejected reply: " << r.kind << ": " << r.detail << "\n";
@@ -169,7 +182,7 @@ TEST_F(RealLlmTest, ASessionDrivenByNonsenseStaysSafe) {
   // What is kept was measured: the best is stock or a KEEP, with its trials.
   if (!s.best.empty()) {
     bool kept = false;
-    for (const auto& cand : s.candidates) kept = kept || (cand.verdict == "KEEP" && s.best == cand.config);
+    for (const auto& cand : s.candidates) kept = kept || (cand.verdict == Verdict::kKeep && s.best == cand.config);
     EXPECT_TRUE(kept) << s.best.ToString();
   }
   EXPECT_GE(runtime_->meter().totals().calls, 1);

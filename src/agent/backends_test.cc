@@ -7,7 +7,7 @@
 #include "agent/cli_backend.h"
 #include "agent/http_backends.h"
 #include "agent/runtime.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "core/strings.h"
 #include "testing/fake_clock.h"
 

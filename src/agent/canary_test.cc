@@ -15,10 +15,10 @@
 #include "agent/robustness.h"
 #include "agent/runtime.h"
 #include "agent/specialist.h"
-#include "agent/test_endpoint.h"
-#include "patch/test_fixture.h"
+#include "testing/agent_endpoint.h"
+#include "testing/patch_fixture.h"
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "testing/fake_clock.h"
 
 namespace hone::agent {
@@ -102,7 +102,7 @@ TEST_F(CanaryTest, TheKeyIsNeverWrittenOrReported) {
   ASSERT_OK_AND_ASSIGN(auto critic, Critic::Create(rt->client(), testing::Data()));
   Decision d;
   d.subject = "c001";
-  d.measured_verdict = "REVERT";
+  d.measured_verdict = Verdict::kRevert;
   ASSERT_OK_AND_ASSIGN(CriticVerdict v, critic->Review(d));
   Capture(v.reason + v.learning + v.signature);
   Capture(ToReview(v, d).reason);

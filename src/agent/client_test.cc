@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "agent/http_backends.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "core/strings.h"
 #include "testing/fake_clock.h"
 

@@ -45,8 +45,9 @@ std::string Decision::Digest() const {
   // Length-prefixed fields: no two different decisions render the same.
   std::ostringstream s;
   auto field = [&](const std::string& v) { s << v.size() << ':' << v << ';'; };
-  for (const std::string* f : {&kind, &subject, &idea, &incumbent, &config, &measured_verdict, &accuracy, &diff,
-                               &diff_sha256, &author}) {
+  const std::string verdict(VerdictName(measured_verdict));
+  for (const std::string* f : {&kind, &subject, &idea, &incumbent, &config, &verdict, &accuracy, &diff, &diff_sha256,
+                               &author}) {
     field(*f);
   }
   for (double d : {gain, ci_lo, ci_hi, threshold, noise_floor, claimed_gain}) field(Num(d));
@@ -65,7 +66,7 @@ std::string Decision::Render() const {
   if (!idea.empty()) u << "Idea: " << idea << "\n";
   u << "Incumbent (A): " << (incumbent.empty() ? "(stock)" : incumbent) << "\n";
   u << "Candidate (B): " << (config.empty() ? "(stock)" : config) << "\n";
-  u << "Measured verdict from hone's paired protocol: " << measured_verdict << "\n";
+  u << "Measured verdict from hone's paired protocol: " << VerdictName(measured_verdict) << "\n";
   u << "Measured evidence:\n";
   u << "- pairs: " << pairs << "; gain " << Num(gain * 100) << "% (ratio CI " << Num(ci_lo) << " .. " << Num(ci_hi)
     << "); keep threshold " << Num(threshold * 100) << "%; noise floor " << Num(noise_floor * 100) << "%\n";
@@ -85,12 +86,11 @@ std::string Decision::Render() const {
 std::string EvidenceProblem(const Decision& d) {
   if (d.kind != "keep_revert" && d.kind != "patch") return "unknown decision kind '" + d.kind + "'";
   if (d.subject.empty()) return "no subject";
-  if (d.measured_verdict.empty()) return "no measured verdict";
   if (d.kind == "patch") {
     if (d.diff.empty()) return "no diff";
     if (sys::Sha256Hex(d.diff) != d.diff_sha256) return "the diff does not match its sha256";
   }
-  if (d.measured_verdict == "KEEP") {
+  if (d.measured_verdict == Verdict::kKeep) {
     if (d.pairs <= 0) return "a KEEP without paired measurements";
     if (d.incumbent_values.size() < static_cast<size_t>(d.pairs) ||
         d.candidate_values.size() < static_cast<size_t>(d.pairs)) {
@@ -99,11 +99,6 @@ std::string EvidenceProblem(const Decision& d) {
     if (!d.accuracy_passed) return "a KEEP that failed the accuracy gate";
   }
   return "";
-}
-
-std::string FinalVerdict(const std::string& measured_verdict, const CriticVerdict& verdict) {
-  if (measured_verdict == "KEEP" && !verdict.approve) return "REVERT";
-  return measured_verdict;
 }
 
 policy::CriticReview ToReview(const CriticVerdict& verdict, const Decision& decision) {

@@ -10,9 +10,9 @@
 // the verdict, so a verdict cannot be replayed onto other evidence or edited
 // (Verify()). Each review gets its own reviewer id ("critic#3").
 //
-// Integrity: a critic can only make an outcome more conservative (FinalVerdict): a
-// refusal turns a measured KEEP into REVERT, an approval never turns anything into a
-// KEEP. Numbers the critic writes are text, never results. A Decision with incomplete
+// Integrity: a critic can only make an outcome more conservative: a refusal is one of
+// the vetoes session/comparison.h's Decide() weighs (it turns a measured KEEP into
+// REVERT), and an approval never turns anything into a KEEP. Numbers the critic writes are text, never results. A Decision with incomplete
 // evidence (a KEEP without pairs, a patch whose diff does not match its hash) is
 // refused without asking the model. ToReview() gives the policy gate's CriticReview for
 // patch decisions (Gate::RecordReview). Not thread-safe; the client must outlive it.
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "agent/client.h"
+#include "core/verdict.h"
 #include "agent/settings.h"
 #include "policy/action.h"
 
@@ -34,7 +35,7 @@ struct Decision {
   std::string idea;
   std::string incumbent;             // Config::ToString of the A arm
   std::string config;                // Config::ToString of the B arm
-  std::string measured_verdict;      // KEEP | REVERT | INCONCLUSIVE | ...
+  Verdict measured_verdict = Verdict::kPending;  // what the paired comparison said
   double gain = 0;                   // fraction, measured (direction-adjusted)
   double ci_lo = 0, ci_hi = 0;       // ratio CI
   double threshold = 0;
@@ -94,9 +95,6 @@ class Critic {
 
 // What is wrong with a decision's evidence ("" when complete).
 std::string EvidenceProblem(const Decision& d);
-// The verdict that stands: a refusal turns a measured KEEP into REVERT; anything else
-// stays as measured.
-std::string FinalVerdict(const std::string& measured_verdict, const CriticVerdict& verdict);
 // The policy gate's record of a patch review.
 policy::CriticReview ToReview(const CriticVerdict& verdict, const Decision& decision);
 

@@ -8,14 +8,27 @@
 
 #include "agent/agent_proposer.h"
 #include "agent/critic.h"
+#include "session/comparison.h"
 #include "agent/http_backends.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "testing/fake_clock.h"
 
 namespace hone::agent {
 namespace {
+
+// What stands once the critic reviewed a measured verdict: session::Decide with the
+// critic's refusal as a veto (the only place a verdict is decided).
+Verdict Stands(Verdict measured, const CriticVerdict& review) {
+  session::ComparisonResult r;
+  r.judged = measure::VerdictResult{};
+  r.judged->verdict = measured;
+  std::vector<session::Veto> vetoes;
+  if (!review.approve) vetoes.push_back({session::VetoKind::kCritic, review.reason});
+  return session::Decide(r, vetoes).verdict;
+}
+
 
 using json = nlohmann::json;
 using testing::Ideas;
@@ -90,17 +103,17 @@ Outcome RunSession(double slow_claim_pct, double fast_claim_pct) {
 TEST(LyingAgentTest, TheSessionKeepsOnlyWhatItMeasured) {
   Outcome liar = RunSession(/*slow=*/900, /*fast=*/-50);
   const session::SessionState& s = liar.state;
-  ASSERT_EQ(s.phase, "done");
+  ASSERT_EQ(s.phase, session::Phase::kDone);
   ASSERT_GE(s.candidates.size(), 2u);
   const session::CandidateRecord& slow = s.candidates[0];
   EXPECT_EQ(slow.idea, "agent:speed=slow");
   EXPECT_DOUBLE_EQ(slow.predicted_gain, 9.0);  // recorded as a claim
-  EXPECT_TRUE(slow.verdict == "SCREENED_OUT" || slow.verdict == "REVERT") << slow.verdict;
+  EXPECT_TRUE(slow.verdict == Verdict::kScreenedOut || slow.verdict == Verdict::kRevert) << slow.verdict;
   EXPECT_LT(slow.gain, -0.3);                   // what was measured
   const session::CandidateRecord& fast = s.candidates[1];
   EXPECT_EQ(fast.idea, "agent:flash_attn=on");
   EXPECT_DOUBLE_EQ(fast.predicted_gain, -0.5);
-  EXPECT_EQ(fast.verdict, "KEEP");              // kept although the agent predicted a loss
+  EXPECT_EQ(fast.verdict, Verdict::kKeep);              // kept although the agent predicted a loss
   EXPECT_NEAR(fast.gain, 0.25, 0.03);
   // The best is the measured winner, validated end to end; the slow config is nowhere.
   EXPECT_EQ(s.best.ToString(), "flash_attn=on");
@@ -163,8 +176,8 @@ TEST(LyingAgentTest, AnApprovingCriticCannotKeepAMeasuredLoss) {
   d.claimed_gain = slow.predicted_gain;
   ASSERT_OK_AND_ASSIGN(CriticVerdict v, critic->Review(d));
   EXPECT_TRUE(v.approve);
-  EXPECT_EQ(FinalVerdict(d.measured_verdict, v), d.measured_verdict);  // still not a KEEP
-  EXPECT_NE(FinalVerdict(d.measured_verdict, v), "KEEP");
+  EXPECT_EQ(Stands(d.measured_verdict, v), d.measured_verdict);  // still not a KEEP
+  EXPECT_NE(Stands(d.measured_verdict, v), Verdict::kKeep);
 }
 
 }  // namespace

@@ -66,8 +66,8 @@ ChatRequest Orchestrator::BuildRequest(const OrchestratorSnapshot& s, int max_id
   if (s.history.empty()) u << "- none yet\n";
   for (size_t i = s.history.size() - shown; i < s.history.size(); ++i) {
     const IdeaOutcome& h = s.history[i];
-    u << "- " << h.delta << ": " << h.verdict;
-    if (h.verdict == "KEEP" || h.verdict == "REVERT" || h.verdict == "INCONCLUSIVE" || h.verdict == "SCREENED_OUT") {
+    u << "- " << h.delta << ": " << VerdictName(h.verdict);
+    if (IsMeasured(h.verdict)) {
       u << " (measured " << Pct(h.measured_gain) << ")";
     }
     if (!h.failure_kind.empty()) u << " [" << h.failure_kind << "]";

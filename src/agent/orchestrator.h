@@ -23,13 +23,14 @@
 #include "agent/client.h"
 #include "agent/settings.h"
 #include "core/error.h"
+#include "core/verdict.h"
 
 namespace hone::agent {
 
 struct IdeaOutcome {
   std::string idea;     // id or title
   std::string delta;    // "knob=value ..."
-  std::string verdict;  // KEEP | REVERT | ...
+  Verdict verdict = Verdict::kPending;
   double measured_gain = 0;  // fraction, measured
   double claimed_gain = 0;   // fraction, the proposer's claim
   std::string failure_kind;

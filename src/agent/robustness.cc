@@ -62,7 +62,7 @@ std::optional<Signal> DetectStall(const RunHistory& h, const DetectorThresholds&
   size_t since_keep = 0;
   double last_keep_s = h.started_s;
   for (auto it = e.rbegin(); it != e.rend(); ++it) {
-    if (it->verdict == "KEEP") {
+    if (it->verdict == Verdict::kKeep) {
       last_keep_s = it->t_s;
       break;
     }
@@ -82,7 +82,7 @@ std::optional<Signal> DetectStall(const RunHistory& h, const DetectorThresholds&
 std::optional<Signal> DetectCrashLoop(const RunHistory& h, const DetectorThresholds& t) {
   const auto& e = h.entries;
   size_t streak = 0;
-  for (auto it = e.rbegin(); it != e.rend() && it->verdict == "LAUNCH_FAILED"; ++it) ++streak;
+  for (auto it = e.rbegin(); it != e.rend() && it->verdict == Verdict::kLaunchFailed; ++it) ++streak;
   std::vector<std::string> knobs;
   if (streak >= static_cast<size_t>(t.crash_streak)) {
     for (size_t i = e.size() - streak; i < e.size(); ++i) {
@@ -95,7 +95,7 @@ std::optional<Signal> DetectCrashLoop(const RunHistory& h, const DetectorThresho
   size_t window = std::min(e.size(), static_cast<size_t>(t.circling_window));
   std::map<std::string, int> kinds;
   for (size_t i = e.size() - window; i < e.size(); ++i) {
-    if (e[i].verdict == "LAUNCH_FAILED" && !e[i].failure_kind.empty()) ++kinds[e[i].failure_kind];
+    if (e[i].verdict == Verdict::kLaunchFailed && !e[i].failure_kind.empty()) ++kinds[e[i].failure_kind];
   }
   for (const auto& [kind, n] : kinds) {
     if (n >= t.crash_same_kind) {
@@ -195,7 +195,7 @@ RecoveryAction Robustness::Recover(const std::vector<Signal>& signals, const Run
   size_t from = history.entries.size() > 16 ? history.entries.size() - 16 : 0;
   for (size_t i = from; i < history.entries.size(); ++i) {
     const HistoryEntry& e = history.entries[i];
-    u << "- " << e.candidate << " " << e.delta << ": " << e.verdict;
+    u << "- " << e.candidate << " " << e.delta << ": " << VerdictName(e.verdict);
     if (!e.failure_kind.empty()) u << " [" << e.failure_kind << "]";
     u << "\n";
   }

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "agent/client.h"
+#include "core/verdict.h"
 #include "agent/settings.h"
 
 namespace hone::agent {
@@ -31,7 +32,7 @@ struct HistoryEntry {
   std::string delta;         // "knob=value ..."
   std::string config_hash;   // of the full configuration measured
   std::string config;        // Config::ToString
-  std::string verdict;       // KEEP | REVERT | INCONCLUSIVE | SCREENED_OUT | LAUNCH_FAILED | ...
+  Verdict verdict = Verdict::kPending;
   std::string failure_kind;
   double t_s = 0;            // session time of the verdict
 };

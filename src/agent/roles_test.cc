@@ -3,15 +3,28 @@
 #include <gtest/gtest.h>
 
 #include "agent/critic.h"
+#include "session/comparison.h"
 #include "agent/http_backends.h"
 #include "agent/orchestrator.h"
 #include "agent/robustness.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "policy/gate.h"
 #include "testing/fake_clock.h"
 
 namespace hone::agent {
 namespace {
+
+// What stands once the critic reviewed a measured verdict: session::Decide with the
+// critic's refusal as a veto (the only place a verdict is decided).
+Verdict Stands(Verdict measured, const CriticVerdict& review) {
+  session::ComparisonResult r;
+  r.judged = measure::VerdictResult{};
+  r.judged->verdict = measured;
+  std::vector<session::Veto> vetoes;
+  if (!review.approve) vetoes.push_back({session::VetoKind::kCritic, review.reason});
+  return session::Decide(r, vetoes).verdict;
+}
+
 
 using json = nlohmann::json;
 using testing::OpenAiJson;
@@ -53,7 +66,7 @@ OrchestratorSnapshot Snap() {
   s.knobs_full = "- threads: int 1..64 (default auto) — decode threads\n";
   s.knobs_compact = "- threads: int 1..64\n";
   s.knob_names = {"threads", "batch"};
-  for (int i = 0; i < 20; ++i) s.history.push_back({"i" + std::to_string(i), "threads=" + std::to_string(i), "REVERT", -0.01, 0.2, ""});
+  for (int i = 0; i < 20; ++i) s.history.push_back({"i" + std::to_string(i), "threads=" + std::to_string(i), Verdict::kRevert, -0.01, 0.2, ""});
   return s;
 }
 
@@ -114,7 +127,7 @@ Decision Keep() {
   d.idea = "threads=8";
   d.incumbent = "threads=4";
   d.config = "threads=8";
-  d.measured_verdict = "KEEP";
+  d.measured_verdict = Verdict::kKeep;
   d.gain = 0.08;
   d.ci_lo = 1.05;
   d.ci_hi = 1.11;
@@ -174,10 +187,10 @@ TEST_F(RolesTest, EveryReviewIsAFreshConversation) {
 TEST_F(RolesTest, CriticCanOnlyMakeOutcomesMoreConservative) {
   CriticVerdict approve{.approve = true};
   CriticVerdict refuse{.approve = false};
-  EXPECT_EQ(FinalVerdict("KEEP", approve), "KEEP");
-  EXPECT_EQ(FinalVerdict("KEEP", refuse), "REVERT");
-  EXPECT_EQ(FinalVerdict("REVERT", approve), "REVERT");  // an approval never creates a KEEP
-  EXPECT_EQ(FinalVerdict("INCONCLUSIVE", approve), "INCONCLUSIVE");
+  EXPECT_EQ(Stands(Verdict::kKeep, approve), Verdict::kKeep);
+  EXPECT_EQ(Stands(Verdict::kKeep, refuse), Verdict::kRevert);
+  EXPECT_EQ(Stands(Verdict::kRevert, approve), Verdict::kRevert);  // an approval never creates a KEEP
+  EXPECT_EQ(Stands(Verdict::kInconclusive, approve), Verdict::kInconclusive);
 }
 
 TEST_F(RolesTest, IncompleteEvidenceIsRefusedWithoutAskingTheModel) {
@@ -192,7 +205,7 @@ TEST_F(RolesTest, IncompleteEvidenceIsRefusedWithoutAskingTheModel) {
   Decision p;
   p.kind = "patch";
   p.subject = "p1";
-  p.measured_verdict = "KEEP";
+  p.measured_verdict = Verdict::kKeep;
   p.diff = "diff --git a/x b/x\n";
   p.diff_sha256 = "0000";
   EXPECT_EQ(EvidenceProblem(p), "the diff does not match its sha256");
@@ -217,7 +230,7 @@ TEST_F(RolesTest, APatchVerdictIsAGateReview) {
   Decision d;
   d.kind = "patch";
   d.subject = "p1";
-  d.measured_verdict = "PENDING";
+  d.measured_verdict = Verdict::kPending;
   d.diff = diff;
   d.diff_sha256 = sys::Sha256Hex(diff);
   d.author = "specialist#1";
@@ -228,7 +241,7 @@ TEST_F(RolesTest, APatchVerdictIsAGateReview) {
 
 // ---- robustness detectors ----
 
-HistoryEntry E(const std::string& delta, const std::string& verdict, const std::string& failure = "",
+HistoryEntry E(const std::string& delta, Verdict verdict, const std::string& failure = "",
                const std::string& hash = "") {
   HistoryEntry e;
   e.delta = delta;
@@ -243,9 +256,9 @@ TEST(DetectorsTest, StallFiresAfterEnoughVerdictsWithoutAKeep) {
   DetectorThresholds t;
   t.stall_candidates = 3;
   RunHistory h;
-  h.entries = {E("a=1", "KEEP"), E("b=1", "REVERT"), E("c=1", "REVERT")};
+  h.entries = {E("a=1", Verdict::kKeep), E("b=1", Verdict::kRevert), E("c=1", Verdict::kRevert)};
   EXPECT_FALSE(DetectStall(h, t));
-  h.entries.push_back(E("d=1", "INCONCLUSIVE"));
+  h.entries.push_back(E("d=1", Verdict::kInconclusive));
   auto s = DetectStall(h, t);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->detail, "3 verdicts in a row without a KEEP");
@@ -255,7 +268,7 @@ TEST(DetectorsTest, StallFiresAfterTimeWithoutAKeep) {
   DetectorThresholds t;
   t.stall_seconds = 600;
   RunHistory h;
-  h.entries = {E("a=1", "KEEP"), E("b=1", "REVERT"), E("c=1", "REVERT")};
+  h.entries = {E("a=1", Verdict::kKeep), E("b=1", Verdict::kRevert), E("c=1", Verdict::kRevert)};
   h.entries[0].t_s = 100;
   h.now_s = 650;
   EXPECT_FALSE(DetectStall(h, t));
@@ -267,17 +280,17 @@ TEST(DetectorsTest, CrashLoopNamesTheCrashingKnobs) {
   DetectorThresholds t;
   t.crash_streak = 3;
   RunHistory h;
-  h.entries = {E("a=1", "REVERT"), E("ctx=big", "LAUNCH_FAILED", "out_of_memory"),
-               E("ctx=huge batch=9", "LAUNCH_FAILED", "out_of_memory")};
+  h.entries = {E("a=1", Verdict::kRevert), E("ctx=big", Verdict::kLaunchFailed, "out_of_memory"),
+               E("ctx=huge batch=9", Verdict::kLaunchFailed, "out_of_memory")};
   EXPECT_FALSE(DetectCrashLoop(h, t));
-  h.entries.push_back(E("ctx=max", "LAUNCH_FAILED", "bad_flag"));
+  h.entries.push_back(E("ctx=max", Verdict::kLaunchFailed, "bad_flag"));
   auto s = DetectCrashLoop(h, t);
   ASSERT_TRUE(s);
   EXPECT_EQ(s->knobs, (std::vector<std::string>{"ctx", "batch"}));
   // Or many of one kind, not in a row.
   t.crash_streak = 10;
   t.crash_same_kind = 2;
-  h.entries.push_back(E("z=1", "REVERT"));
+  h.entries.push_back(E("z=1", Verdict::kRevert));
   auto k = DetectCrashLoop(h, t);
   ASSERT_TRUE(k);
   EXPECT_NE(k->detail.find("of kind out_of_memory"), std::string::npos) << k->detail;
@@ -288,15 +301,15 @@ TEST(DetectorsTest, CirclingSeesRepeatedConfigsAndFlipFlops) {
   t.circling_repeats = 2;
   t.flip_flops = 2;
   RunHistory h;
-  h.entries = {E("a=1", "REVERT", "", "h1"), E("b=1", "REVERT", "", "h2")};
+  h.entries = {E("a=1", Verdict::kRevert, "", "h1"), E("b=1", Verdict::kRevert, "", "h2")};
   EXPECT_FALSE(DetectCircling(h, t));
-  h.entries.push_back(E("a=1", "REVERT", "", "h1"));
+  h.entries.push_back(E("a=1", Verdict::kRevert, "", "h1"));
   auto s = DetectCircling(h, t);
   ASSERT_TRUE(s);
   EXPECT_NE(s->detail.find("measured 2+ times"), std::string::npos);
   RunHistory f;
-  f.entries = {E("x=1", "KEEP", "", "1"), E("x=2", "KEEP", "", "2"), E("x=1", "KEEP", "", "3"),
-               E("x=2", "KEEP", "", "4")};
+  f.entries = {E("x=1", Verdict::kKeep, "", "1"), E("x=2", Verdict::kKeep, "", "2"), E("x=1", Verdict::kKeep, "", "3"),
+               E("x=2", Verdict::kKeep, "", "4")};
   auto flip = DetectCircling(f, t);
   ASSERT_TRUE(flip);
   EXPECT_EQ(flip->knobs, std::vector<std::string>{"x"});
@@ -307,13 +320,13 @@ TEST(DetectorsTest, ASignalCoolsDown) {
   t.stall_candidates = 2;
   t.cooldown_candidates = 3;
   RunHistory h;
-  h.entries = {E("a=1", "REVERT"), E("b=1", "REVERT")};
+  h.entries = {E("a=1", Verdict::kRevert), E("b=1", Verdict::kRevert)};
   auto first = DetectAll(h, t, {});
   ASSERT_EQ(first.size(), 1u);
-  h.entries.push_back(E("c=1", "REVERT"));
+  h.entries.push_back(E("c=1", Verdict::kRevert));
   EXPECT_TRUE(DetectAll(h, t, first).empty());
-  h.entries.push_back(E("d=1", "REVERT"));
-  h.entries.push_back(E("e=1", "REVERT"));
+  h.entries.push_back(E("d=1", Verdict::kRevert));
+  h.entries.push_back(E("e=1", Verdict::kRevert));
   EXPECT_EQ(DetectAll(h, t, first).size(), 1u);
 }
 
@@ -331,7 +344,7 @@ TEST_F(RolesTest, RobustnessAsksTheModelAndFallsBackOnNonsense) {
   ep_->Push(OpenAiJson({{"action", "stop_search"}, {"reason", "nothing left"}}));
   Robustness r(client_.get(), testing::Data());
   RunHistory h;
-  h.entries = {E("a=1", "REVERT")};
+  h.entries = {E("a=1", Verdict::kRevert)};
   Signal stall{SignalKind::kStall, "8 verdicts", {}, 8};
   RecoveryAction a = r.Recover({stall}, h);
   EXPECT_EQ(a.kind, RecoveryKind::kStopSearch);

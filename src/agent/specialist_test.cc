@@ -10,10 +10,10 @@
 #include "agent/cli_backend.h"
 #include "agent/critic.h"
 #include "agent/http_backends.h"
-#include "agent/test_endpoint.h"
+#include "testing/agent_endpoint.h"
 #include "core/strings.h"
 #include "patch/executor.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "testing/fake_clock.h"
 
 namespace hone::agent {
@@ -99,7 +99,7 @@ TEST_F(SpecialistTest, CliSpecialistDiffGoesThroughGateCriticAndExecutor) {
   Decision d;
   d.kind = "patch";
   d.subject = r.proposal_id;
-  d.measured_verdict = "PENDING";
+  d.measured_verdict = Verdict::kPending;
   d.diff = r.diff;
   d.diff_sha256 = r.facts.diff_sha256;
   d.author = r.author;

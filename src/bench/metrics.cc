@@ -120,12 +120,25 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
     for (const auto& [s, n] : tokens_per_s) peak = std::max(peak, n);
     r.peak_output_tps = static_cast<double>(peak) * tokens_per_chunk;
   }
-  // Requests cut at a window's end: the tokens they produced inside it count (one per
-  // content chunk; the prompt once its first token arrived), their latencies do not.
-  for (const RequestRecord& rec : run.records) {
-    if (rec.phase != Phase::kProfiling || !rec.cut) continue;
-    if (rec.t_first_ns > 0) r.total_input_tokens += rec.isl;
-    r.total_output_tokens += static_cast<int64_t>(rec.chunk_ns.size());
+  // A cut window counts the tokens streamed inside it, from every request: a request's
+  // output tokens in proportion to its content chunks inside the window (one token per
+  // chunk when it was cut, the server's count otherwise), its prompt when its first token
+  // arrived inside. Latencies come from completed requests only.
+  if (run.windowed && w0 != INT64_MAX && w1 > w0) {
+    r.total_input_tokens = 0;
+    r.total_output_tokens = 0;
+    for (const RequestRecord& rec : run.records) {
+      if (rec.phase != Phase::kProfiling || (!rec.ok() && !rec.cut)) continue;
+      if (rec.t_first_ns >= w0 && rec.t_first_ns <= w1) r.total_input_tokens += rec.isl;
+      int64_t inside = 0;
+      for (int64_t t : rec.chunk_ns) inside += t >= w0 && t <= w1;
+      if (rec.cut || rec.chunk_ns.empty()) {
+        r.total_output_tokens += inside;
+      } else {
+        r.total_output_tokens += static_cast<int64_t>(
+            std::llround(static_cast<double>(rec.osl) * static_cast<double>(inside) / static_cast<double>(rec.chunk_ns.size())));
+      }
+    }
   }
   std::sort(events.begin(), events.end());
   int cur = 0;

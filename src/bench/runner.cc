@@ -192,7 +192,10 @@ Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const Ru
   }
 
   const int64_t start_ns = net::HttpLoop::NowNs();
-  const int64_t end_ns = options.duration_s > 0 ? start_ns + static_cast<int64_t>(options.duration_s * 1e9) : INT64_MAX;
+  const bool windowed = options.cut_at_window_end && options.duration_s > 0;
+  const int64_t ramp_ns = windowed ? static_cast<int64_t>(std::max(0.0, options.ramp_s) * 1e9) : 0;
+  const int64_t end_ns =
+      options.duration_s > 0 ? start_ns + ramp_ns + static_cast<int64_t>(options.duration_s * 1e9) : INT64_MAX;
   std::vector<double> arrivals = ArrivalOffsets(shape, measured.size(), options.seed);
   std::deque<std::pair<size_t, int64_t>> queued;  // open loop: (request, arrival ns) waiting for a slot
   next = 0;
@@ -218,7 +221,7 @@ Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const Ru
     }
     bool more_to_send = accepting && (next < measured.size() || !queued.empty());
     if (!more_to_send && engine.in_flight() == 0) break;
-    if (options.cut_at_window_end && now >= end_ns) {
+    if (windowed && now >= end_ns) {
       engine.CutAll(*loop, end_ns);
       break;
     }
@@ -257,6 +260,10 @@ Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const Ru
     engine.output().series = engine.scraper()->series();
   }
   loop->CancelAll();  // a scrape still in flight must end while the scraper lives
+  if (windowed) {
+    engine.output().windowed = true;
+    if (ramp_ns > 0) engine.output().window_start_ns = start_ns + ramp_ns;
+  }
   report(true);
   if (progress) progress->Done(engine.output().invalid_reasons.empty() ? "done" : "ended early");
   RunOutput out = std::move(engine.output());

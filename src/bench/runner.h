@@ -40,6 +40,10 @@ struct RunOptions {
   // With duration_s: cancel the requests still running when the window ends (records
   // marked `cut`) instead of waiting for them; the window then ends at duration_s.
   bool cut_at_window_end = false;
+  // With cut_at_window_end: load runs this long before the measurement window opens
+  // (steady state: every slot busy, the first prefill burst over); only tokens streamed
+  // inside the window count.
+  double ramp_s = 0;
   double scrape_interval_s = 1.0;   // 0: no /metrics scraping
   uint64_t seed = 42;               // open-loop arrival times
   double max_error_rate = 0.10;     // above this (after 20 requests) the run is aborted, invalid
@@ -50,8 +54,9 @@ struct RunOptions {
 struct RunOutput {
   std::vector<RequestRecord> records;  // warm-up and profiling, in completion order
   ServerSeries series;
-  int64_t window_start_ns = 0;  // first profiling dispatch
-  int64_t window_end_ns = 0;    // last profiling completion
+  int64_t window_start_ns = 0;  // first profiling dispatch (or the ramp's end)
+  int64_t window_end_ns = 0;    // last profiling completion (or the cut)
+  bool windowed = false;        // a cut window: throughput counts the tokens streamed inside it
   std::vector<std::string> invalid_reasons;
   bool interrupted = false;
   int peak_in_flight = 0;

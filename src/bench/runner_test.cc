@@ -153,12 +153,12 @@ TEST(RunnerTest, AWindowCutsTheRequestsStillRunningAndCountsTheirTokens) {
   ASSERT_OK(out);
   EXPECT_EQ(out->cut, 4);
   ASSERT_EQ(out->records.size(), 4u) << "nothing is sent after the window";
-  int64_t chunks = 0;
+  int64_t chunks = 0;  // streamed inside the window (the cut comes a poll later)
   for (const auto& r : out->records) {
     EXPECT_TRUE(r.cut);
     EXPECT_GT(r.chunk_ns.size(), 0u);
     EXPECT_LT(r.chunk_ns.size(), 50u);
-    chunks += static_cast<int64_t>(r.chunk_ns.size());
+    for (int64_t t : r.chunk_ns) chunks += t >= out->window_start_ns && t <= out->window_end_ns;
   }
   EXPECT_LE(out->window_end_ns - out->window_start_ns, 300'000'000) << "the window ends at its length";
   EXPECT_TRUE(out->invalid_reasons.empty());
@@ -171,6 +171,29 @@ TEST(RunnerTest, AWindowCutsTheRequestsStillRunningAndCountsTheirTokens) {
   EXPECT_EQ(r.total_input_tokens, 4 * 3);
   EXPECT_GT(r.output_tps, 0);
   EXPECT_EQ(r.ttft.n, 0u) << "latencies come from completed requests only";
+}
+
+TEST(RunnerTest, ARampKeepsTheFirstBurstOutOfTheWindow) {
+  FakeServer server([](int) { return FakeServer::Mode::kOk; }, 20ms);
+  RunOptions o = Options(server.port(), 2);
+  o.duration_s = 0.3;
+  o.ramp_s = 0.3;
+  o.cut_at_window_end = true;
+  auto out = RunRequests(Requests(100, 0, 50), o);
+  ASSERT_OK(out);
+  EXPECT_TRUE(out->windowed);
+  EXPECT_EQ(out->window_end_ns - out->window_start_ns, 300'000'000) << "the window is its length, after the ramp";
+  int64_t inside = 0, all = 0;
+  for (const auto& r : out->records) {
+    EXPECT_LT(r.t_start_ns, out->window_start_ns) << "both requests started in the ramp";
+    for (int64_t t : r.chunk_ns) inside += t >= out->window_start_ns && t <= out->window_end_ns;
+    all += static_cast<int64_t>(r.chunk_ns.size());
+  }
+  BenchResult r = ComputeResult(*out, RunContext{}, {}, {});
+  EXPECT_EQ(r.total_output_tokens, inside);
+  EXPECT_LT(inside, all) << "tokens streamed during the ramp do not count";
+  EXPECT_EQ(r.total_input_tokens, 0) << "the prompts were processed during the ramp";
+  EXPECT_TRUE(r.valid);
 }
 
 TEST(RunnerTest, EveryErrorIsACountedCategory) {

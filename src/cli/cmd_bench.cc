@@ -11,7 +11,7 @@
 #include "bench/tracegen.h"
 #include "bench/workload.h"
 #include "cli/commands.h"
-#include "cli/profiles.h"
+#include "run/executor.h"
 #include "core/strings.h"
 #include "model/gguf.h"
 #include "net/http.h"
@@ -54,11 +54,11 @@ struct BenchOpts {
   std::string token_cache;      // where token plans are kept
 };
 
-int RunBench(BenchOpts o) {
+int RunBench(BenchOpts o, const Context& cli) {
   if (o.endpoint.empty()) o.endpoint = o.trace.empty() ? "completions" : "chat";
   auto url = net::ParseUrl(o.url);
   if (!url) return ReportError(url.error());
-  auto profile = BenchProfileFor(o.framework);
+  auto profile = run::BenchProfileFor(o.framework, cli.data_dir);
   if (!profile) return ReportError(profile.error());
   profile->model_name = o.model_name;
   auto semantics = bench::ParseRangeSemantics(o.semantics);
@@ -246,7 +246,7 @@ Action RegisterBench(CLI::App& app, const Context& ctx) {
   return [run, self, gen, o, so, no_python, preset, sessions, gen_seed, gen_out, &ctx]() -> int {
     if (run->parsed()) {
       if (o->token_cache.empty()) o->token_cache = (ctx.cache_dir / "tokens").string();
-      return RunBench(*o);
+      return RunBench(*o, ctx);
     }
     if (self->parsed()) {
       bench::SelfCheckOptions opts = *so;

@@ -140,8 +140,8 @@ int RunApply(const PatchOpts& o, const Context& ctx) {
   if (!ex) return ReportError(ex.error());
   bool keep = o.keep;
   patch::MeasureFn measure = [keep](const patch::BuiltTree& t) -> Result<patch::Measurement> {
-    if (keep) return patch::Measurement{patch::Verdict::kKeep, "kept on request (--keep) after a successful build"};
-    return patch::Measurement{patch::Verdict::kInconclusive,
+    if (keep) return patch::Measurement{Verdict::kKeep, "kept on request (--keep) after a successful build"};
+    return patch::Measurement{Verdict::kInconclusive,
                               "dry run: " + std::string(t.build_seconds >= 0 ? "it builds" : "it applies") +
                                   "; pass --keep --signed-off-by NAME to keep it"};
   };

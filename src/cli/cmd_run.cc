@@ -1,10 +1,11 @@
-// `hone run SPEC`, `hone resume DIR`, `hone status DIR`: optimization sessions.
+// `hone run SPEC`, `hone resume DIR`, `hone status DIR`: optimization sessions. This
+// file parses flags and prints; the session is composed in src/run/ (run/session.h).
 #include <cstdio>
 #include <filesystem>
 
 #include "bench/metrics.h"
 #include "cli/commands.h"
-#include "cli/session_glue.h"
+#include "run/session.h"
 #include "core/strings.h"
 #include "session/coordinator.h"
 #include "sys/clock.h"
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec) {
+void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec, sys::Clock& clock) {
   std::printf("\nsession %s finished: %s\n", s.session_id.c_str(), s.stop_reason.c_str());
   if (!s.baseline_values.empty()) {
     std::printf("  baseline  %-22s %.4g  (trials %s)\n", spec.objective.metric.c_str(), s.baseline_objective,
@@ -28,69 +29,39 @@ void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec)
   if (s.validated) {
     std::printf("  validated %+.1f%%  (ratio %.3f, %.0f%% interval [%.3f, %.3f], %s; stock %.4g -> best %.4g)\n",
                 s.validated_gain * 100, 1 + s.validated_gain, spec.measurement.confidence * 100, s.validated_lo,
-                s.validated_hi, s.validation_verdict.c_str(), s.validated_stock_objective, s.validated_best_objective);
+                s.validated_hi, s.validation_verdict ? std::string(VerdictName(*s.validation_verdict)).c_str() : "", s.validated_stock_objective, s.validated_best_objective);
   }
   if (!s.close_accuracy.empty()) std::printf("  accuracy  %s\n", s.close_accuracy.c_str());
   if (!s.kb_result.empty()) std::printf("  kb        %s\n", s.kb_result.c_str());
   std::printf("  report    %s\n", (fs::path(s.run_dir) / "report.md").string().c_str());
   std::printf("  %d trials in %s\n", s.trials_run,
-              HumanSeconds(static_cast<double>(sys::DefaultClock().WallMicros() - s.started_unix_us) * 1e-6).c_str());
+              HumanSeconds(static_cast<double>(clock.WallMicros() - s.started_unix_us) * 1e-6).c_str());
 }
 
-// What a resume found damaged and recovered from (never silent): a state.json
-// replaced by the previous save, event lines that are not whole events.
-void NoteDamage(const session::SessionState& state, const std::string& run_dir) {
-  const std::string path = (fs::path(run_dir) / "events.jsonl").string();
-  session::EventLog log(path);
-  if (!state.recovered.empty()) {
-    sys::LogWarn(state.recovered);
-    (void)log.Append("state_recovered", 0, {{"detail", state.recovered}});
-  }
-  std::vector<int> damaged;
-  if (auto events = session::ReadEvents(path, &damaged); events && !damaged.empty()) {
-    std::vector<std::string> lines;
-    for (int n : damaged) lines.push_back(std::to_string(n));
-    for (auto it = events->rbegin(); it != events->rend(); ++it) {
-      if (it->type == "log_damaged") {
-        if (it->Get("lines") == Join(lines, ",")) return;  // noted at an earlier resume
-        break;
-      }
-    }
-    std::string what = "events.jsonl: line " + Join(lines, ", ") +
-                       " not a whole event (a write cut short by a crash, or damage): skipped, the file is kept as is";
-    sys::LogWarn(what);
-    (void)log.Append("log_damaged", 0, {{"lines", Join(lines, ",")}});
-  }
+// The session's composition context: main()'s clock and runner, and progress lines on
+// stderr stamped with the seconds since this command started.
+run::RunContext RunContextFor(const Context& ctx) {
+  run::RunContext rc;
+  rc.data_dir = ctx.data_dir;
+  rc.cache_dir = ctx.cache_dir;
+  rc.clock = ctx.clock;
+  rc.runner = ctx.runner;
+  rc.progress = [clock = ctx.clock, start = ctx.clock->MonoSeconds()](const std::string& line) {
+    std::fprintf(stderr, "hone [%6.0fs] %s\n", clock->MonoSeconds() - start, line.c_str());
+  };
+  return rc;
 }
 
 int RunSession(const spec::SessionSpec& spec, const std::string& run_dir, const Context& ctx, bool resume) {
-  auto wiring = WireSession(spec, run_dir, ctx);
-  if (!wiring) return ReportError(wiring.error());
-  session::SessionState state;
-  if (resume) {
-    auto loaded = session::LoadState(run_dir);
-    if (!loaded && loaded.error().code == ErrorCode::kNotFound) {
-      // Killed before its first save: nothing was measured yet; the session starts.
-      sys::LogWarn("no state.json in " + run_dir + ": the session was stopped before it began; starting it");
-      loaded = session::Coordinator::NewState(spec, run_dir, sys::DefaultClock());
-    }
-    if (!loaded) return ReportError(loaded.error());
-    state = std::move(*loaded);
-    NoteDamage(state, run_dir);
-    if (state.phase == "done") {
-      std::printf("session %s is already closed (%s); see %s/report.md\n", state.session_id.c_str(),
-                  state.stop_reason.c_str(), run_dir.c_str());
-      return 0;
-    }
-  } else {
-    state = session::Coordinator::NewState(spec, run_dir, sys::DefaultClock());
-  }
-  session::Coordinator coordinator(spec, (*wiring)->services, state);
-  AttachState(**wiring, coordinator.state());
-  auto out = coordinator.Run();
+  auto out = run::RunSession(spec, run_dir, RunContextFor(ctx), resume);
   if (!out) return ReportError(out.error());
-  PrintOutcome(*out, spec);
-  return out->interrupted ? 130 : 0;
+  if (out->already_closed) {
+    std::printf("session %s is already closed (%s); see %s/report.md\n", out->state.session_id.c_str(),
+                out->state.stop_reason.c_str(), run_dir.c_str());
+    return 0;
+  }
+  PrintOutcome(out->state, spec, *ctx.clock);
+  return out->state.interrupted ? 130 : 0;
 }
 
 }  // namespace
@@ -115,7 +86,7 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
       std::string dir = !out_dir->empty()           ? *out_dir
                         : !spec->output_dir.empty() ? spec->output_dir
                                                     : "hone-runs/" + spec->name + "-" +
-                                                          ReplaceAll(sys::FormatUtc(sys::DefaultClock().WallMicros()), ":", "");
+                                                          ReplaceAll(sys::FormatUtc(ctx.clock->WallMicros()), ":", "");
       if (sys::FileExists(fs::path(dir) / "state.json")) {
         return ReportError(Error{ErrorCode::kAlreadyExists,
                                  dir + " already holds a session (use: hone resume " + dir + ")", {}});
@@ -141,7 +112,7 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
       if (!state->recovered.empty()) std::printf("warning: %s\n", state->recovered.c_str());
       if (!damaged.empty()) std::printf("warning: events.jsonl has %zu line(s) that are not whole events\n", damaged.size());
       std::printf("%s", session::StatusText(*state, events ? *events : std::vector<session::Event>{},
-                                            static_cast<double>(sys::DefaultClock().WallMicros()) * 1e-6)
+                                            static_cast<double>(ctx.clock->WallMicros()) * 1e-6)
                             .c_str());
       return 0;
     }

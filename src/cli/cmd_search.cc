@@ -20,11 +20,9 @@
 #include "sys/files.h"
 #include "sys/signals.h"
 #include "target/catalog.h"
-#ifdef HONE_HAVE_SESSION
 #include "bench/metrics.h"
-#include "cli/session_glue.h"
+#include "run/session.h"
 #include "sys/clock.h"
-#endif
 
 namespace hone::cli {
 
@@ -50,7 +48,6 @@ struct SearchOpts {
   uint64_t seed = 1;
 };
 
-#ifdef HONE_HAVE_SESSION
 Result<std::pair<std::vector<search::SurfaceAxis>, Config>> ParseAxes(const SearchOpts& o) {
   std::vector<search::SurfaceAxis> axes;
   Config stock;
@@ -84,9 +81,10 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
   if (!spec) return ReportError(spec.error());
   std::string run_dir = o.run_dir.empty() ? (fs::path(o.out).parent_path() / "surface-trials").string() : o.run_dir;
   if (auto s = sys::EnsureDir(run_dir); !s) return ReportError(s.error());
-  auto wiring = WireSession(*spec, run_dir, ctx);
+  run::RunContext rc{ctx.data_dir, ctx.cache_dir, ctx.clock, ctx.runner, nullptr};
+  auto wiring = run::WireSession(*spec, run_dir, rc);
   if (!wiring) return ReportError(wiring.error());
-  SessionWiring& w = **wiring;
+  run::SessionWiring& w = **wiring;
 
   search::ResponseSurface surface = search::ResponseSurface::Grid(parsed->first, parsed->second);
   if (sys::FileExists(o.out)) {
@@ -101,12 +99,12 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
                 surface.points().size());
   }
   for (const auto& p : surface.points()) {
-    if (auto v = w.adapter->catalog().Validate(p.config); !v) return ReportError(v.error());
+    if (auto v = w.engine.adapter->catalog().Validate(p.config); !v) return ReportError(v.error());
   }
   auto& info = surface.info();
   info["framework"] = spec->target.adapter;
-  info["framework_version"] = w.engine.version;
-  info["model"] = w.model_name;
+  info["framework_version"] = w.engine.provisioned.version;
+  info["model"] = w.engine.model_name;
   info["hardware"] = w.machine.Slug();
   info["cpus"] = std::to_string(w.machine.cpus);
   info["objective"] = spec->objective.metric;
@@ -131,7 +129,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
   plan.emplace_back(static_cast<size_t>(stock_point - surface.points().data()), 3);
 
   measure::OperatingPoint point{spec->workload.concurrency, spec->workload.isl, spec->workload.osl};
-  double start = sys::DefaultClock().MonoSeconds();
+  double start = ctx.clock->MonoSeconds();
   int trials = std::stoi(info.count("trials") ? info["trials"] : "0");
   for (const auto& [idx, wanted] : plan) {
     if (sys::InterruptRequested()) break;
@@ -141,7 +139,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     char id_buf[16];
     std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
     req.id = id_buf;
-    req.role = "surface";
+    req.role = measure::TrialRole::kSurface;
     req.config = p.config;
     req.point = point;
     auto outcome = w.executor->Run(req);
@@ -167,7 +165,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     }
     info["trials"] = std::to_string(trials);
     if (auto s = surface.Save(o.out); !s) return ReportError(s.error());
-    std::printf("[%5.0fs] %s %-60s %s\n", sys::DefaultClock().MonoSeconds() - start, req.id.c_str(),
+    std::printf("[%5.0fs] %s %-60s %s\n", ctx.clock->MonoSeconds() - start, req.id.c_str(),
                 p.config.ToString().c_str(),
                 p.failed() ? p.failure_kind.c_str() : std::to_string(p.samples.back()).c_str());
     std::fflush(stdout);
@@ -177,7 +175,6 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
               o.out.c_str());
   return sys::InterruptRequested() ? 130 : 0;
 }
-#endif
 
 int RunCompare(const SearchOpts& o, const Context& ctx) {
   auto surface = search::ResponseSurface::Load(o.surface);
@@ -207,7 +204,6 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   auto* cmd = app.add_subcommand("search", "Search strategies: record a response surface, compare strategies on it");
   cmd->require_subcommand(1);
   auto o = std::make_shared<SearchOpts>();
-#ifdef HONE_HAVE_SESSION
   auto* record = cmd->add_subcommand("record", "Measure a response surface with real trials (one per point and repeat)");
   record->add_option("--spec", o->spec, "Session spec: target, workload, objective")->required();
   record->add_option("--axis", o->axes, "knob=v1,v2,... (repeat for each axis)")->required();
@@ -216,7 +212,6 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   record->add_option("--run-dir", o->run_dir, "Trial directories (default: next to --out)");
   record->add_option("--out", o->out, "Surface file (JSON); continued when it exists")->required();
   record->add_option("--seed", o->seed, "Order of the trials");
-#endif
   auto* compare = cmd->add_subcommand("compare", "Planner vs random vs grid search on a recorded surface");
   compare->add_option("--surface", o->surface, "Surface file from `hone search record`")->required();
   compare->add_option("--seeds", o->seeds, "Runs per strategy (noise and random choices differ by seed)");
@@ -225,9 +220,7 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   compare->add_option("--seed", o->seed, "Base seed");
   compare->add_option("--out", o->out, "Also write the printed report here");
   return [=, &ctx]() -> int {
-#ifdef HONE_HAVE_SESSION
     if (record->parsed()) return RunRecord(*o, ctx);
-#endif
     if (compare->parsed()) return RunCompare(*o, ctx);
     return 2;
   };

@@ -59,6 +59,8 @@ int Main(int argc, char** argv) {
   Context ctx;
   ctx.data_dir = ResolveDataDir();
   ctx.cache_dir = sys::DefaultCacheDir();
+  ctx.clock = &sys::DefaultClock();
+  ctx.runner = &sys::DefaultProcessRunner();
 
   // Subcommands read ctx when they run (after parsing), so --cache-dir applies.
   std::vector<std::pair<CLI::App*, Action>> actions;
@@ -72,26 +74,14 @@ int Main(int argc, char** argv) {
   add(RegisterProvision);
   add(RegisterModel);
   add(RegisterBench);
-#ifdef HONE_HAVE_SESSION
   add(RegisterRun);
-#endif
   add(RegisterServe);
   add(RegisterCatalog);
-#ifdef HONE_HAVE_PATCH
   add(RegisterPatch);
-#endif
-#ifdef HONE_HAVE_KERNEL
   add(RegisterKernel);
-#endif
-#ifdef HONE_HAVE_KB
   add(RegisterKb);
-#endif
-#ifdef HONE_HAVE_ROOFLINE
   add(RegisterRoofline);
-#endif
-#ifdef HONE_HAVE_SEARCH
   add(RegisterSearch);
-#endif
   add(RegisterChaos);
 
   try {

@@ -48,9 +48,9 @@ ReplayVerdict JudgeReplay(const Recipe& recipe, const ReplayOutcome& outcome, co
   v.required_gain = fraction * v.recorded_gain;
   if (!outcome.accuracy_passed) {
     v.reason = "accuracy gate failed on replay";
-  } else if (outcome.verdict != "KEEP") {
-    v.reason = "the replay's verdict is " + outcome.verdict + " (re-measured gain " + Pct(v.measured_gain) +
-               "), not a KEEP";
+  } else if (outcome.verdict != Verdict::kKeep) {
+    v.reason = "the replay's verdict is " + std::string(VerdictName(outcome.verdict)) + " (re-measured gain " +
+               Pct(v.measured_gain) + "), not a KEEP";
   } else if (outcome.baseline_value <= 0) {
     v.reason = "replay has no positive baseline to compare with";
   } else if (v.measured_gain < v.required_gain) {

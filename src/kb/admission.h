@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "core/verdict.h"
 #include "kb/recipe.h"
 #include "kb/rules.h"
 
@@ -44,7 +45,7 @@ struct ReplayOutcome {
   bool accuracy_passed = false;
   // The replay's verdict against the session's stock: only a KEEP (statistically
   // faster) can reproduce, whatever its point estimate.
-  std::string verdict = "KEEP";
+  Verdict verdict = Verdict::kKeep;
   // The session's own bar (spec kb.reproduce_fraction); the rules' when unset.
   std::optional<double> reproduce_fraction;
   std::vector<std::string> trial_ids;

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kb/kb_test_util.h"
+#include "testing/kb_recipes.h"
 #include "kb/store.h"
 #include "testing/test_util.h"
 
@@ -205,7 +205,7 @@ TEST_F(AdmissionStoreTest, ReplayThatFailsToReproduceDemotesButKeeps) {
 TEST_F(AdmissionStoreTest, ReplayReproducesOnlyWhenKeptAndAtTheSessionsBar) {
   ASSERT_OK_AND_ASSIGN(Admission a, store_->Admit(Validated(TestRecipe())));  // recorded gain 20%
   ReplayOutcome undecided = ReplayAt(TestRecipe(), 125, 100);
-  undecided.verdict = "INCONCLUSIVE";
+  undecided.verdict = Verdict::kInconclusive;
   ASSERT_OK_AND_ASSIGN(ReplayVerdict v, store_->RecordReplay(a.recipe_id, undecided));
   EXPECT_FALSE(v.reproduced);
   EXPECT_EQ(v.reason, "the replay's verdict is INCONCLUSIVE (re-measured gain 25.0%), not a KEEP");

@@ -12,7 +12,7 @@
 #include <functional>
 #include <thread>
 
-#include "kb/kb_test_util.h"
+#include "testing/kb_recipes.h"
 #include "kb/store.h"
 #include "testing/test_util.h"
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "kb/kb_test_util.h"
+#include "testing/kb_recipes.h"
 #include "kb/match.h"
 #include "kb/rules.h"
 #include "kb/store.h"

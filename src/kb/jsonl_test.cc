@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kb/kb_test_util.h"
+#include "testing/kb_recipes.h"
 #include "kb/store.h"
 #include "testing/test_util.h"
 

@@ -6,7 +6,7 @@
 
 #include "core/strings.h"
 #include "kb/jsonl.h"
-#include "kb/kb_test_util.h"
+#include "testing/kb_recipes.h"
 #include "kb/store.h"
 #include "sys/files.h"
 #include "sys/process.h"

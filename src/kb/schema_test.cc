@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kb/kb_test_util.h"
+#include "testing/kb_recipes.h"
 #include "kb/store.h"
 #include "sys/files.h"
 #include "testing/test_util.h"

@@ -71,15 +71,6 @@ double StudentTCdf(double t, int df) {
 
 }  // namespace
 
-std::string_view KeepVerdictName(KeepVerdict v) {
-  switch (v) {
-    case KeepVerdict::kKeep: return "KEEP";
-    case KeepVerdict::kRevert: return "REVERT";
-    case KeepVerdict::kInconclusive: return "INCONCLUSIVE";
-  }
-  return "?";
-}
-
 double StudentTQuantile(double confidence, int df) {
   // Bisection on the CDF, seeded by the normal quantile (the t quantile is larger).
   double lo = NormalQuantile(confidence), hi = lo;
@@ -116,11 +107,11 @@ KeepDecision DecideKeep(std::span<const PairedRun> runs, const KeepSpec& keep) {
   d.hi = std::exp(m + half);
   char buf[160];
   if (d.lo > 1.0 && d.speedup >= 1.0 + keep.min_improve) {
-    d.verdict = KeepVerdict::kKeep;
+    d.verdict = Verdict::kKeep;
     std::snprintf(buf, sizeof buf, "x%.3f, lower bound x%.3f > 1 and >= floor x%.3f", d.speedup, d.lo,
                   1.0 + keep.min_improve);
   } else if (d.hi < 1.0) {
-    d.verdict = KeepVerdict::kRevert;
+    d.verdict = Verdict::kRevert;
     std::snprintf(buf, sizeof buf, "significantly slower: x%.3f, upper bound x%.3f < 1", d.speedup, d.hi);
   } else if (d.lo > 1.0) {
     std::snprintf(buf, sizeof buf, "faster (x%.3f) but under the floor x%.3f", d.speedup, 1.0 + keep.min_improve);

@@ -18,12 +18,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/verdict.h"
 #include "kernel/task_spec.h"
 
 namespace hone::kernel {
-
-enum class KeepVerdict { kKeep, kRevert, kInconclusive };
-std::string_view KeepVerdictName(KeepVerdict v);
 
 struct PairedRun {
   double baseline_ms = 0;
@@ -31,7 +29,7 @@ struct PairedRun {
 };
 
 struct KeepDecision {
-  KeepVerdict verdict = KeepVerdict::kInconclusive;
+  Verdict verdict = Verdict::kInconclusive;  // KEEP, REVERT or INCONCLUSIVE
   double speedup = 0;  // geometric mean over runs of baseline/candidate
   double lo = 0;       // one-sided lower confidence bound of the speedup
   double hi = 0;       // one-sided upper confidence bound

@@ -17,7 +17,7 @@ TEST(KeepRuleTest, StudentTQuantilesMatchTables) {
 TEST(KeepRuleTest, KeepsASignificantGainAboveTheFloor) {
   std::vector<PairedRun> runs = {{10.0, 8.0}, {10.2, 8.1}, {9.9, 7.9}};
   KeepDecision d = DecideKeep(runs, KeepSpec{});
-  EXPECT_EQ(d.verdict, KeepVerdict::kKeep) << d.reason;
+  EXPECT_EQ(d.verdict, Verdict::kKeep) << d.reason;
   EXPECT_NEAR(d.speedup, 1.25, 0.01);
   EXPECT_GT(d.lo, 1.0);
   EXPECT_GE(d.hi, d.speedup);
@@ -28,29 +28,29 @@ TEST(KeepRuleTest, FasterButUnderTheFloorIsInconclusive) {
   std::vector<PairedRun> runs = {{10.0, 9.9}, {10.0, 9.89}, {10.0, 9.91}};  // +1%, tight
   KeepDecision d = DecideKeep(runs, KeepSpec{});
   EXPECT_GT(d.lo, 1.0);
-  EXPECT_EQ(d.verdict, KeepVerdict::kInconclusive);
+  EXPECT_EQ(d.verdict, Verdict::kInconclusive);
   EXPECT_THAT(d.reason, ::testing::HasSubstr("under the floor"));
 }
 
 TEST(KeepRuleTest, NoisyGainIsNotSignificant) {
   std::vector<PairedRun> runs = {{10.0, 7.0}, {10.0, 11.0}, {10.0, 9.0}};
   KeepDecision d = DecideKeep(runs, KeepSpec{});
-  EXPECT_EQ(d.verdict, KeepVerdict::kInconclusive);
+  EXPECT_EQ(d.verdict, Verdict::kInconclusive);
   EXPECT_LT(d.lo, 1.0);
 }
 
 TEST(KeepRuleTest, SignificantlySlowerReverts) {
   std::vector<PairedRun> runs = {{10.0, 11.0}, {10.0, 11.1}, {10.0, 10.9}};
-  EXPECT_EQ(DecideKeep(runs, KeepSpec{}).verdict, KeepVerdict::kRevert);
+  EXPECT_EQ(DecideKeep(runs, KeepSpec{}).verdict, Verdict::kRevert);
 }
 
 TEST(KeepRuleTest, OneRunOrNoneIsInconclusive) {
   std::vector<PairedRun> one = {{10.0, 5.0}};
-  EXPECT_EQ(DecideKeep(one, KeepSpec{}).verdict, KeepVerdict::kInconclusive);
+  EXPECT_EQ(DecideKeep(one, KeepSpec{}).verdict, Verdict::kInconclusive);
   std::vector<PairedRun> broken = {{0.0, 5.0}};
   KeepDecision d = DecideKeep(broken, KeepSpec{});
   EXPECT_EQ(d.runs, 0);
-  EXPECT_EQ(d.verdict, KeepVerdict::kInconclusive);
+  EXPECT_EQ(d.verdict, Verdict::kInconclusive);
 }
 
 TEST(KeepRuleTest, FamilyUsesTimeWeightedSpeedupAndCapsRegressions) {

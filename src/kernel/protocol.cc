@@ -174,7 +174,8 @@ Result<BackendResult> RunBackend(const BackendCommand& cmd, const std::string& p
   spec.log_path = cmd.log_path;
   std::error_code ec;
   std::filesystem::remove(result_path, ec);  // a stale result must not pass for this run's
-  HONE_ASSIGN_OR_RETURN(sys::CommandOutput out, sys::RunCommand(spec, cmd.timeout));
+  sys::ProcessRunner& runner = cmd.runner != nullptr ? *cmd.runner : sys::DefaultProcessRunner();
+  HONE_ASSIGN_OR_RETURN(sys::CommandOutput out, runner.Run(spec, cmd.timeout));
   if (!out.status.success()) {
     return Fail(Error{ErrorCode::kUnavailable,
                       "kernel backend " + ShellQuote(cmd.argv[0]) + " failed (" + out.status.ToString() + ")",

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "sys/process.h"
 #include "kernel/task_spec.h"
 
 namespace hone::kernel {
@@ -69,6 +70,7 @@ struct BackendCommand {
   std::vector<std::string> argv;  // the backend; --package/--result are appended
   std::chrono::milliseconds timeout{std::chrono::hours(2)};
   std::string log_path;  // the backend's stdout+stderr (empty: ring buffer only)
+  sys::ProcessRunner* runner = nullptr;  // runs it; the real runner when null
 };
 
 // Runs the backend on a package file and parses its result file. kDeadlineExceeded when

@@ -37,7 +37,7 @@ std::vector<TaskSummary> Summarize(const BenchResult& bench) {
       }
       cs.decision = DecideKeep(pairs, t.keep);
       if (!cs.checks_ok && !c.runs.empty()) {
-        cs.decision.verdict = KeepVerdict::kRevert;
+        cs.decision.verdict = Verdict::kRevert;
         cs.decision.reason = "candidate failed a correctness, graph-replay or input check";
       }
       cs.baseline_ms = Median(base);
@@ -46,8 +46,8 @@ std::vector<TaskSummary> Summarize(const BenchResult& bench) {
       cs.roofline_baseline_pct = RooflinePct(c.bytes, c.flops, cs.baseline_ms, bench.ceilings);
       if (cs.decision.speedup > 10) cs.flag = "speedup > 10x: check the harness before believing it";
       if (cs.roofline_candidate_pct > 100) cs.flag = "above 100% of the measured roofline";
-      if (!cs.flag.empty() && cs.decision.verdict == KeepVerdict::kKeep) {
-        cs.decision.verdict = KeepVerdict::kInconclusive;
+      if (!cs.flag.empty() && cs.decision.verdict == Verdict::kKeep) {
+        cs.decision.verdict = Verdict::kInconclusive;
         cs.decision.reason = "suspicious: " + cs.flag;
       }
       if (!pairs.empty()) {
@@ -63,7 +63,7 @@ std::vector<TaskSummary> Summarize(const BenchResult& bench) {
             largest_bytes = c.bytes;
             ts.roofline_largest_pct = cs.roofline_candidate_pct;
           }
-          ts.kept += cs.decision.verdict == KeepVerdict::kKeep;
+          ts.kept += cs.decision.verdict == Verdict::kKeep;
         }
       }
       ts.cases.push_back(std::move(cs));
@@ -99,7 +99,7 @@ std::string FormatTable(const BenchResult& bench, const std::vector<TaskSummary>
                     id.c_str(), c.baseline.c_str(), cs.baseline_ms * 1e3, cs.candidate_ms * 1e3,
                     cs.decision.speedup, cs.decision.lo, cs.decision.hi, cs.roofline_candidate_pct,
                     cs.roofline_baseline_pct, c.regs, c.spill_stores,
-                    std::string(KeepVerdictName(cs.decision.verdict)).c_str(), cs.flag.empty() ? "" : " !",
+                    std::string(VerdictName(cs.decision.verdict)).c_str(), cs.flag.empty() ? "" : " !",
                     cs.flag.c_str());
       s += line;
     }

@@ -63,9 +63,9 @@ TEST(SummaryTest, DecisionsRooflineAndFamily) {
   ASSERT_EQ(s.size(), 1u);
   ASSERT_EQ(s[0].cases.size(), 3u);
   const CaseSummary& big = s[0].cases[0];
-  EXPECT_EQ(big.decision.verdict, KeepVerdict::kKeep) << big.decision.reason;
+  EXPECT_EQ(big.decision.verdict, Verdict::kKeep) << big.decision.reason;
   EXPECT_NEAR(big.roofline_candidate_pct, 100.0 * 7 * 4096 * 4096 / 0.030e-3 / 4000e9, 0.01);
-  EXPECT_EQ(s[0].cases[1].decision.verdict, KeepVerdict::kInconclusive);
+  EXPECT_EQ(s[0].cases[1].decision.verdict, Verdict::kInconclusive);
   EXPECT_EQ(s[0].kept, 1);
   // Weighted over the two tuned cases only; the held-out case reports separately.
   EXPECT_NEAR(s[0].held_out_geomean, 1.2, 1e-9);
@@ -81,9 +81,9 @@ TEST(SummaryTest, FailedCheckRevertsAndSuspiciousSpeedupIsNotKept) {
   BenchResult b = Parse(Bench({Case("wrong", 4096, 1, {MakeRun(0.04, 0.02), MakeRun(0.04, 0.02, false), MakeRun(0.04, 0.02)}),
                                Case("magic", 64, 1, {MakeRun(0.05, 0.001), MakeRun(0.05, 0.001), MakeRun(0.05, 0.001)})}));
   std::vector<TaskSummary> s = Summarize(b);
-  EXPECT_EQ(s[0].cases[0].decision.verdict, KeepVerdict::kRevert);
+  EXPECT_EQ(s[0].cases[0].decision.verdict, Verdict::kRevert);
   EXPECT_FALSE(s[0].cases[0].checks_ok);
-  EXPECT_EQ(s[0].cases[1].decision.verdict, KeepVerdict::kInconclusive);
+  EXPECT_EQ(s[0].cases[1].decision.verdict, Verdict::kInconclusive);
   EXPECT_THAT(s[0].cases[1].flag, HasSubstr("> 10x"));
 }
 

@@ -64,7 +64,7 @@ Result<std::vector<TunedTableFile>> BuildTunedTables(const BenchResult& bench, c
           {"config_index", c.config.index},
           {"num_splits", c.config.num_splits},
           {"speedup", std::round(cs.decision.speedup * 1000) / 1000},
-          {"use", cs.decision.verdict == KeepVerdict::kKeep},
+          {"use", cs.decision.verdict == Verdict::kKeep},
           {"case_id", c.case_id},
           {"baseline", c.baseline},
       };

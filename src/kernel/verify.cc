@@ -60,13 +60,13 @@ std::vector<ClaimCheck> VerifyClaims(const BackendResult& claims, const std::vec
     if (!cs->checks_ok) {
       chk.status = ClaimStatus::kFailedChecks;
       chk.note = cs->decision.reason;
-    } else if (cs->decision.verdict == KeepVerdict::kKeep) {
+    } else if (cs->decision.verdict == Verdict::kKeep) {
       const bool over = claim.claimed_speedup > kOverclaimTolerance * cs->decision.speedup;
       chk.status = over ? ClaimStatus::kOverclaimed : ClaimStatus::kConfirmed;
       std::snprintf(buf, sizeof buf, "claimed x%.3f, verified x%.3f%s", claim.claimed_speedup, cs->decision.speedup,
                     over ? " (kept at the verified number)" : "");
       chk.note = buf;
-    } else if (cs->decision.verdict == KeepVerdict::kRevert) {
+    } else if (cs->decision.verdict == Verdict::kRevert) {
       chk.status = ClaimStatus::kRegressed;
       chk.note = cs->decision.reason;
     } else {

@@ -1,1 +1,134 @@
+// Slow tests: ServerTrialExecutor on the real llama-server (provisioned) with a
+// synthesized tiny model: a whole trial and its directory, a launch failure, and the
+// accuracy gate (the stock against itself, and a weight precision that changes the
+// outputs).
 #include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "measure/model_store.h"
+#include "measure/server_executor.h"
+#include "sys/clock.h"
+#include "sys/files.h"
+#include "sys/process.h"
+#include "target/llamacpp.h"
+#include "testing/llama_env.h"
+#include "testing/test_util.h"
+
+namespace hone::measure {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ServerExecutorSlowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HONE_REQUIRE_LLAMA();
+    prov_ = testing::Llama();
+    auto a = target::LlamaCppAdapter::Create(testing::SourceDir().string(), prov_->version);
+    ASSERT_OK(a);
+    adapter_ = std::move(*a);
+    auto d = sys::TempDir::Create("hone-exec-slow");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+    std::string model = testing::SynthModel("tiny", "f16");
+    ASSERT_FALSE(model.empty());
+    models_ = std::make_unique<ModelStore>(model, prov_->quantize, (dir_->path() / "variants").string());
+    setup_.adapter = adapter_.get();
+    setup_.server_binary = prov_->server;
+    setup_.perplexity_binary = prov_->perplexity;
+    setup_.perplexity_text = (dir_->path() / "kld.txt").string();
+    ASSERT_OK(sys::WriteFileAtomic(setup_.perplexity_text, std::string(3000, 'a')));
+    setup_.models = models_.get();
+    setup_.run_dir = dir_->path().string();
+    setup_.spec.workload.isl = 32;
+    setup_.spec.workload.osl = 8;
+    setup_.spec.workload.num_prompts = 4;
+    setup_.spec.workload.warmups = 1;
+    setup_.spec.objective.metric = "total_tps";
+    setup_.spec.accuracy.probes = 4;
+    setup_.spec.accuracy.probe_tokens = 8;
+    setup_.spec.accuracy.min_token_agreement = 1.0;  // any changed token fails
+    setup_.spec.accuracy.kld = true;
+    setup_.clock = &sys::DefaultClock();
+    setup_.runner = &sys::DefaultProcessRunner();
+    auto profile = target::LlamaCppAdapter::Create(testing::SourceDir().string(), prov_->version);
+    setup_.profile.framework = "llama.cpp";
+    setup_.profile.exact_length_fields = (*profile)->ExactLengthFields();
+    setup_.profile.metrics = (*profile)->metric_names();
+  }
+
+  const target::Provisioned* prov_ = nullptr;
+  std::unique_ptr<target::LlamaCppAdapter> adapter_;
+  std::unique_ptr<sys::TempDir> dir_;
+  std::unique_ptr<ModelStore> models_;
+  ExecutorSetup setup_;
+};
+
+TEST_F(ServerExecutorSlowTest, ATrialMeasuresAndLeavesItsWholeDirectory) {
+  ServerTrialExecutor exec(setup_);
+  TrialRequest req{"t0001", TrialRole::kBaseline, Config{{"threads", "2"}}, {2, 32, 8}, ""};
+  ASSERT_OK_AND_ASSIGN(TrialOutcome o, exec.Run(req));
+  ASSERT_TRUE(o.launched) << o.failure_kind << ": " << o.failure_detail;
+  EXPECT_TRUE(o.valid) << (o.invalid_reasons.empty() ? "" : o.invalid_reasons[0]);
+  EXPECT_GT(o.objective, 0);
+  EXPECT_DOUBLE_EQ(o.objective, o.result.total_tps);
+  EXPECT_TRUE(o.slo_ok);
+  EXPECT_GT(o.wall_s, 0);
+  EXPECT_NE(o.command.find("--threads 2"), std::string::npos) << o.command;
+  for (const char* f : {"config.json", "command.txt", "server.log", "result.json", "records.jsonl", "outcome.json"}) {
+    EXPECT_TRUE(sys::FileExists(fs::path(o.dir) / f)) << f;
+  }
+  ASSERT_OK_AND_ASSIGN(TrialOutcome back, ReadTrialOutcome(o.dir));
+  EXPECT_EQ(back.role, TrialRole::kBaseline);
+  EXPECT_DOUBLE_EQ(back.objective, o.objective);
+  EXPECT_NEAR(back.result.total_tps, o.result.total_tps, 1e-6 * o.result.total_tps);  // result.json rounds
+  // An SLO the run cannot meet is reported on the outcome (the verdict vetoes it).
+  setup_.spec.objective.slos = {{"total_tps", true, 1e12}};
+  ServerTrialExecutor strict(setup_);
+  ASSERT_OK_AND_ASSIGN(TrialOutcome s, strict.Run({"t0002", TrialRole::kCandidate, Config{}, {2, 32, 8}, ""}));
+  EXPECT_TRUE(s.valid);
+  EXPECT_FALSE(s.slo_ok);
+  ASSERT_EQ(s.slo_violations.size(), 1u);
+}
+
+TEST_F(ServerExecutorSlowTest, AServerThatDoesNotStartIsAClassifiedOutcome) {
+  ServerTrialExecutor exec(setup_);
+  // A build that exits at once (a patched binary gone wrong).
+  ASSERT_OK_AND_ASSIGN(TrialOutcome o,
+                       exec.Run({"t0001", TrialRole::kCandidate, Config{}, {2, 32, 8}, "/bin/false"}));
+  EXPECT_FALSE(o.launched);
+  EXPECT_FALSE(o.failure_kind.empty());
+  EXPECT_TRUE(sys::FileExists(fs::path(o.dir) / "outcome.json"));
+}
+
+TEST_F(ServerExecutorSlowTest, TheAccuracyGatePassesTheStockAndFailsChangedOutputs) {
+  ServerTrialExecutor exec(setup_);
+  ASSERT_OK(exec.PrepareAccuracy(Config{}));
+  EXPECT_TRUE(sys::FileExists(dir_->path() / "accuracy" / "reference.json"));
+  EXPECT_TRUE(sys::FileExists(dir_->path() / "accuracy" / "reference.kld"));
+  // The stock configuration against its own reference: greedy decoding agrees.
+  ASSERT_OK_AND_ASSIGN(AccuracyOutcome same, exec.CheckAccuracy(Config{}, "stock"));
+  EXPECT_TRUE(same.ran);
+  EXPECT_TRUE(same.passed) << same.detail;
+  EXPECT_DOUBLE_EQ(same.token_agreement, 1.0);
+  EXPECT_EQ(same.probes_compared, 16);  // 4 probes x 4 teacher-forced positions
+  // 4-bit weights of a random model change its greedy tokens, and the KL divergence
+  // of its logits is measured (weights change numerics).
+  ASSERT_OK_AND_ASSIGN(AccuracyOutcome q4, exec.CheckAccuracy(Config{{"weights", "q4_0"}}, "c001"));
+  EXPECT_TRUE(q4.ran);
+  EXPECT_FALSE(q4.passed) << q4.detail;
+  EXPECT_LT(q4.token_agreement, 1.0);
+  ASSERT_TRUE(q4.kld_mean.has_value()) << q4.detail;
+  EXPECT_GT(*q4.kld_mean, 0);
+  EXPECT_NE(q4.detail.find("KLD"), std::string::npos) << q4.detail;
+  // The result is kept on disk: a second executor (a resumed session) reuses it.
+  ServerTrialExecutor resumed(setup_);
+  ASSERT_OK(resumed.PrepareAccuracy(Config{}));
+  ASSERT_OK_AND_ASSIGN(AccuracyOutcome again, resumed.CheckAccuracy(Config{{"weights", "q4_0"}}, "c001"));
+  EXPECT_EQ(again.detail, q4.detail);
+  EXPECT_EQ(again.passed, q4.passed);
+}
+
+}  // namespace
+}  // namespace hone::measure

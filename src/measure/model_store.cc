@@ -41,14 +41,33 @@ Result<std::string> ModelStore::Resolve(const Config& config) {
     return FailedPrecondition("the base model is " + base_type + ": weights=" + *weights +
                               " would re-quantize an already quantized model");
   }
-  if (quantize_.empty()) return FailedPrecondition("weights=" + *weights + " needs llama-quantize");
+  return Variant(*weights);
+}
+
+Result<std::string> ModelStore::Variant(const std::string& type) {
+  if (quantize_.empty()) return FailedPrecondition("a " + type + " copy of the model needs llama-quantize");
   HONE_TRY(sys::EnsureDir(variants_dir_));
-  fs::path out = fs::path(variants_dir_) / (fs::path(base_).stem().string() + "-" + *weights + ".gguf");
+  fs::path out = fs::path(variants_dir_) / (fs::path(base_).stem().string() + "-" + type + ".gguf");
   HONE_ASSIGN_OR_RETURN(auto lock, sys::FileLock::Acquire(out.string() + ".lock"));
   if (sys::FileExists(out)) return out.string();
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  HONE_TRY(target::QuantizeModel(quantize_, base_, out.string(), *weights, threads));
+  HONE_TRY(target::QuantizeModel(quantize_, base_, out.string(), type, threads));
   return out.string();
+}
+
+Result<Config> ModelStore::LaunchConfig(const Config& config) {
+  Config out = config;
+  auto draft = config.Get("spec_draft_weights");
+  if (!draft || draft->empty()) return out;
+  HONE_ASSIGN_OR_RETURN(std::string base_type, BaseType());
+  std::string file = base_;
+  if (*draft != base_type) {
+    HONE_ASSIGN_OR_RETURN(file, Variant(*draft));
+  }
+  out.Erase("spec_draft_weights");
+  out.Set("spec_draft_model", file);
+  if (!config.Get("spec_type")) out.Set("spec_type", "draft-simple");
+  return out;
 }
 
 }  // namespace hone::measure

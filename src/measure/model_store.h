@@ -19,11 +19,20 @@ class ModelStore {
   ModelStore(std::string base, std::string quantize, std::string variants_dir);
   // The file for `config` (quantizing on first use).
   Result<std::string> Resolve(const Config& config);
+  // `config` as the server is launched with it: artifact knobs that name further files
+  // become their flags. spec_draft_weights=TYPE (a draft model for speculative
+  // decoding: this model quantized to TYPE, whose greedy agreement with the target is
+  // high even with random weights) becomes spec_draft_model=<file> and, unless the
+  // config names one, spec_type=draft-simple.
+  Result<Config> LaunchConfig(const Config& config);
   // The base file's weight type as the "weights" knob names it ("f16", "q8_0", ...).
   Result<std::string> BaseType() const;
   const std::string& base() const { return base_; }
 
  private:
+  // The base model quantized to `type` (made once, under a file lock).
+  Result<std::string> Variant(const std::string& type);
+
   std::string base_;
   std::string quantize_;
   std::string variants_dir_;

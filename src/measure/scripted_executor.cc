@@ -81,7 +81,7 @@ Result<TrialOutcome> ScriptedExecutor::Run(const TrialRequest& req) {
     auto it = factors_.find(knob + "=" + v);
     if (it != factors_.end()) value *= it->second;
   }
-  Rng rng(MixSeed(MixSeed(seed_, std::hash<std::string>{}(req.config.Hash() + "|" + req.role)),
+  Rng rng(MixSeed(MixSeed(seed_, std::hash<std::string>{}(req.config.Hash() + "|" + std::string(TrialRoleName(req.role)))),
                   static_cast<uint64_t>(k)));
   o.launched = true;
   o.valid = true;

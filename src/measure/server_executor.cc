@@ -108,7 +108,10 @@ class ChaosHooks {
 
 }  // namespace
 
-ServerTrialExecutor::ServerTrialExecutor(ExecutorSetup setup) : s_(std::move(setup)) {}
+ServerTrialExecutor::ServerTrialExecutor(ExecutorSetup setup)
+    : s_(std::move(setup)),
+      clock_(s_.clock != nullptr ? *s_.clock : sys::DefaultClock()),
+      runner_(s_.runner != nullptr ? *s_.runner : sys::DefaultProcessRunner()) {}
 
 Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   if (sys::InterruptRequested()) return Cancelled("interrupted");
@@ -119,23 +122,24 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   o.point = req.point;
   o.retry_of = req.retry_of;
   o.dir = (fs::path(s_.run_dir) / "trials" / req.id).string();
-  o.start_unix_us = sys::DefaultClock().WallMicros();
+  o.start_unix_us = clock_.WallMicros();
   HONE_TRY(sys::EnsureDir(o.dir));
-  int64_t t0 = sys::DefaultClock().MonoNanos();
+  int64_t t0 = clock_.MonoNanos();
   auto finish = [&]() -> Result<TrialOutcome> {
-    o.wall_s = static_cast<double>(sys::DefaultClock().MonoNanos() - t0) * 1e-9;
+    o.wall_s = static_cast<double>(clock_.MonoNanos() - t0) * 1e-9;
     HONE_TRY(WriteTrialOutcome(o));
     return o;
   };
   json cfg = json::object();
   for (const auto& [k, v] : req.config.values()) cfg[k] = v;
   HONE_TRY(sys::WriteFileAtomic(fs::path(o.dir) / "config.json",
-                                json{{"id", req.id}, {"role", req.role}, {"config", cfg}, {"point", req.point.Label()}}
+                                json{{"id", req.id}, {"role", TrialRoleName(req.role)}, {"config", cfg}, {"point", req.point.Label()}}
                                         .dump(2) + "\n"));
   auto model = s_.models->Resolve(req.config);
-  if (!model) {
+  auto launch = model ? s_.models->LaunchConfig(req.config) : Result<Config>(Fail(model.error()));
+  if (!model || !launch) {
     o.failure_kind = "artifact";
-    o.failure_detail = model.error().message;
+    o.failure_detail = !model ? model.error().message : launch.error().message;
     return finish();
   }
   const spec::SessionSpec& spec = s_.spec;
@@ -145,10 +149,10 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
       .log_path = (fs::path(o.dir) / "server.log").string(),
       .health_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.measurement.health_timeout_s * 1000))};
   // Test runs only: the chaos plan's faults for this trial.
-  chaos::TrialFaults faults = s_.faults ? s_.faults->For(req.id, req.role) : chaos::TrialFaults{};
+  chaos::TrialFaults faults = s_.faults ? s_.faults->For(req.id, std::string(TrialRoleName(req.role))) : chaos::TrialFaults{};
   ChaosHooks hooks(faults, o);
   HONE_TRY(hooks.BeforeLaunch(lc, server_options));
-  auto server = target::StartServer(*s_.adapter, req.config, lc, server_options);
+  auto server = target::StartServer(*s_.adapter, *launch, lc, server_options);
   if (!server) {
     if (server.error().code == ErrorCode::kCancelled) return Fail(server.error());
     o.failure_kind = std::string(server.error().Get("failure_kind"));
@@ -184,7 +188,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   ctx.hardware = s_.hardware;
   ctx.precision = req.config.GetOr("weights", "source");
   ctx.tool_version = "hone";
-  ctx.start_unix_us = sys::DefaultClock().WallMicros();
+  ctx.start_unix_us = clock_.WallMicros();
   Result<bench::RunOutput> out = Internal("not run");
   if (spec.workload.kind == "agentic") {
     ctx.kind = "agentic";
@@ -217,6 +221,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
       // A measurement window: the pool must outlast it at this concurrency.
       run.duration_s = spec.workload.window_s;
       run.cut_at_window_end = true;
+      run.ramp_s = spec.workload.ramp_s;
     }
     w.seed = spec.workload.seed;
     ctx.endpoint = std::string(bench::EndpointPath(w.endpoint));
@@ -306,7 +311,7 @@ bool ServerTrialExecutor::NeedsKld(const Config& config) const {
   if (!s_.spec.accuracy.kld || s_.perplexity_binary.empty() || s_.adapter->name() != "llama.cpp") return false;
   for (const auto& [k, v] : config.values()) {
     const target::Knob* knob = s_.adapter->catalog().Find(k);
-    if (knob && (knob->accuracy_risk == "medium" || knob->accuracy_risk == "high") && v != knob->default_value) {
+    if (knob && target::ChangesNumerics(knob->accuracy_risk) && v != knob->default_value) {
       return true;
     }
   }
@@ -337,7 +342,7 @@ Result<std::pair<double, double>> ServerTrialExecutor::RunKld(const Config& conf
     argv.push_back("--kl-divergence");
   }
   for (const auto& f : RuntimeFlags(config)) argv.push_back(f);
-  HONE_ASSIGN_OR_RETURN(auto res, sys::RunCommand({.argv = argv}, 20min));
+  HONE_ASSIGN_OR_RETURN(auto res, runner_.Run({.argv = argv}, 20min));
   if (!res.status.success()) {
     return Fail(Error{ErrorCode::kFailedPrecondition, "llama-perplexity failed (" + res.status.ToString() + ")",
                       {{"output_tail", LastLines(res.output, 5)}}});
@@ -371,7 +376,8 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(stock));
     target::LaunchContext lc{.server_binary = s_.server_binary, .model_path = model,
                              .extra_args = s_.spec.target.server_args};
-    HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, stock, lc,
+    HONE_ASSIGN_OR_RETURN(Config stock_launch, s_.models->LaunchConfig(stock));
+    HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, stock_launch, lc,
                                                            {.log_path = (dir / "reference-server.log").string()}));
     Rng rng(s_.spec.workload.seed ^ 0xacc);
     json out = {{"probes", json::array()}};
@@ -420,7 +426,8 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
   target::LaunchContext lc{.server_binary = server_binary.empty() ? s_.server_binary : server_binary,
                            .model_path = model, .extra_args = s_.spec.target.server_args};
-  HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, config, lc,
+  HONE_ASSIGN_OR_RETURN(Config launch, s_.models->LaunchConfig(config));
+  HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, launch, lc,
                                                          {.log_path = (dir / (label + "-server.log")).string()}));
   out.ran = true;
   int matched = 0, compared = 0;

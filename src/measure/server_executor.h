@@ -24,6 +24,8 @@
 #include "measure/model_store.h"
 #include "measure/trial.h"
 #include "spec/session_spec.h"
+#include "sys/clock.h"
+#include "sys/process.h"
 #include "target/adapter.h"
 
 namespace hone::measure {
@@ -41,12 +43,17 @@ struct ExecutorSetup {
   std::string hardware;
   std::string token_cache_dir;       // agentic: where token plans are kept ("" = run_dir/tokens)
   chaos::FaultPlan* faults = nullptr;  // test runs only (HONE_CHAOS_PLAN): faults to inject
+  // Time stamps and durations, and llama-perplexity runs; the real ones when null.
+  sys::Clock* clock = nullptr;
+  sys::ProcessRunner* runner = nullptr;
 };
 
 class ServerTrialExecutor final : public TrialExecutor {
  public:
   explicit ServerTrialExecutor(ExecutorSetup setup);
   Result<TrialOutcome> Run(const TrialRequest& request) override;
+  // Test runs only (HONE_CHAOS_PLAN): the faults to inject from now on (null: none).
+  void SetFaultPlan(chaos::FaultPlan* plan) { s_.faults = plan; }
   Status PrepareAccuracy(const Config& stock) override;
   Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label,
                                         const std::string& server_binary = "") override;
@@ -63,6 +70,8 @@ class ServerTrialExecutor final : public TrialExecutor {
   Result<std::pair<double, double>> RunKld(const Config& config, bool make_base);
 
   ExecutorSetup s_;
+  sys::Clock& clock_;
+  sys::ProcessRunner& runner_;
   std::vector<Probe> probes_;
   std::string kld_base_;
   std::map<std::string, AccuracyOutcome> accuracy_cache_;  // config hash -> outcome

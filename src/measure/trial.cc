@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <stdexcept>
 
 #include "bench/result_io.h"
 #include "sys/files.h"
@@ -11,6 +12,39 @@
 namespace hone::measure {
 
 using json = nlohmann::json;
+
+namespace {
+
+constexpr TrialRole kRoles[] = {TrialRole::kWarmup,    TrialRole::kBaseline,  TrialRole::kAa,
+                                TrialRole::kScreen,    TrialRole::kIncumbent, TrialRole::kCandidate,
+                                TrialRole::kReplay,    TrialRole::kEnablement, TrialRole::kSweep,
+                                TrialRole::kValidate,  TrialRole::kSurface};
+
+}  // namespace
+
+std::string_view TrialRoleName(TrialRole role) {
+  switch (role) {
+    case TrialRole::kWarmup: return "warmup";
+    case TrialRole::kBaseline: return "baseline";
+    case TrialRole::kAa: return "aa";
+    case TrialRole::kScreen: return "screen";
+    case TrialRole::kIncumbent: return "incumbent";
+    case TrialRole::kCandidate: return "candidate";
+    case TrialRole::kReplay: return "replay";
+    case TrialRole::kEnablement: return "enablement";
+    case TrialRole::kSweep: return "sweep";
+    case TrialRole::kValidate: return "validate";
+    case TrialRole::kSurface: return "surface";
+  }
+  return "?";
+}
+
+Result<TrialRole> ParseTrialRole(std::string_view name) {
+  for (TrialRole r : kRoles) {
+    if (TrialRoleName(r) == name) return r;
+  }
+  return InvalidArgument("unknown trial role '" + std::string(name) + "'");
+}
 
 std::string OperatingPoint::Label() const {
   char buf[64];
@@ -62,7 +96,7 @@ Status WriteTrialOutcome(const TrialOutcome& o) {
   json cfg = json::object();
   for (const auto& [k, v] : o.config.values()) cfg[k] = v;
   json j = {{"id", o.id},
-            {"role", o.role},
+            {"role", TrialRoleName(o.role)},
             {"config", cfg},
             {"point", {{"concurrency", o.point.concurrency}, {"isl", o.point.isl}, {"osl", o.point.osl}}},
             {"launched", o.launched},
@@ -92,7 +126,9 @@ Result<TrialOutcome> ReadTrialOutcome(const std::string& dir) {
     json j = json::parse(text);
     TrialOutcome t;
     t.id = j.at("id");
-    t.role = j.at("role");
+    auto role = ParseTrialRole(j.at("role").get<std::string>());
+    if (!role) throw std::runtime_error(role.error().message);
+    t.role = *role;
     for (auto& [k, v] : j.at("config").items()) t.config.Set(k, v.get<std::string>());
     t.point.concurrency = j["point"].value("concurrency", 1);
     t.point.isl = j["point"].value("isl", int64_t{0});

@@ -34,9 +34,26 @@ struct OperatingPoint {
   friend bool operator==(const OperatingPoint&, const OperatingPoint&) = default;
 };
 
+// Why a trial runs; its name is the "role" in the trial's config.json and outcome.json.
+enum class TrialRole {
+  kWarmup,      // discarded first launch (page cache, lazy init)
+  kBaseline,    // the stock configuration, first arm of an A/A pair
+  kAa,          // the stock configuration again, second arm of an A/A pair
+  kScreen,      // one unpaired trial of a candidate
+  kIncumbent,   // a candidate's A arm
+  kCandidate,   // a candidate's B arm
+  kReplay,      // a knowledge-base recipe riding along the baseline
+  kEnablement,  // a rung of the enablement ladder
+  kSweep,       // both arms at a sweep operating point
+  kValidate,    // both arms of the close's re-validation
+  kSurface,     // `hone search record`: a response-surface sample
+};
+std::string_view TrialRoleName(TrialRole role);
+Result<TrialRole> ParseTrialRole(std::string_view name);
+
 struct TrialRequest {
   std::string id;    // "t0007"
-  std::string role;  // baseline | aa | candidate | screen | replay | sweep | validate
+  TrialRole role = TrialRole::kCandidate;
   Config config;     // the full configuration (stock merged with the candidate)
   OperatingPoint point;
   std::string server_binary;  // a patched build to run instead of the provisioned one
@@ -45,7 +62,7 @@ struct TrialRequest {
 
 struct TrialOutcome {
   std::string id;
-  std::string role;
+  TrialRole role = TrialRole::kCandidate;
   Config config;
   OperatingPoint point;
   bool launched = false;

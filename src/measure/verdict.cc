@@ -9,15 +9,6 @@
 
 namespace hone::measure {
 
-std::string_view VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kKeep: return "KEEP";
-    case Verdict::kRevert: return "REVERT";
-    case Verdict::kInconclusive: return "INCONCLUSIVE";
-  }
-  return "?";
-}
-
 double StudentT(double confidence, int dof) {
   // Two-sided quantiles for the usual levels, interpolated on 1/dof; accurate to
   // ~1% for the pair counts hone uses (2..200).
@@ -93,11 +84,6 @@ VerdictResult Judge(const VerdictInput& in) {
   r.gain = r.ratio.estimate - 1.0;
 
   char buf[256];
-  if (in.accuracy_failed || in.slo_violation || in.too_many_errors) {
-    r.verdict = Verdict::kRevert;
-    r.reason = in.accuracy_failed ? "accuracy gate failed" : in.slo_violation ? "SLO violated" : "too many request errors";
-    return r;
-  }
   if (r.ratio.lo > 1.0 && r.gain >= r.threshold) {
     r.verdict = Verdict::kKeep;
     std::snprintf(buf, sizeof buf, "gain %+.2f%% >= threshold %.2f%%, %.0f%% interval [%.4f, %.4f] above 1",

@@ -16,19 +16,18 @@
 //                gain is implausible),
 //   INCONCLUSIVE otherwise: the caller adds pairs up to its maximum, then drops it.
 // Adding pairs while inconclusive is sequential testing; the per-look confidence is
-// corrected for the planned number of looks (Bonferroni).
-// SLO violations, a high error rate or a failed accuracy gate veto a KEEP (-> REVERT).
+// corrected for the planned number of looks (Bonferroni). This is the statistics
+// only: what may still turn a KEEP down (SLO, accuracy, critic, ...) is decided in
+// one place, session/comparison.h's Decide().
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "core/stats.h"
+#include "core/verdict.h"
 
 namespace hone::measure {
-
-enum class Verdict { kKeep, kRevert, kInconclusive };
-std::string_view VerdictName(Verdict v);
 
 struct VerdictInput {
   std::vector<double> a;  // baseline objective values, pair by pair
@@ -42,14 +41,10 @@ struct VerdictInput {
   // every pair does not inflate the false-keep rate.
   int looks = 1;
   uint64_t seed = 1;
-  // Vetoes.
-  bool slo_violation = false;
-  bool too_many_errors = false;
-  bool accuracy_failed = false;
 };
 
 struct VerdictResult {
-  Verdict verdict = Verdict::kInconclusive;
+  Verdict verdict = Verdict::kInconclusive;  // KEEP, REVERT or INCONCLUSIVE
   double gain = 0;  // relative, direction-adjusted (0.05 = 5% better)
   Interval ratio;   // the interval used (direction-adjusted ratio)
   Interval bootstrap;

@@ -94,6 +94,32 @@ TEST_F(SynthTest, TheFileDoesNotDependOnTheThreadCountAndBf16IsBf16) {
   EXPECT_EQ(bf16, 2 + 7 * 2) << "every matrix is BF16, the norms stay F32";
 }
 
+TEST_F(SynthTest, ByteLevelBpeFragmentsOfUtf8CharactersAreRenderedAsText) {
+  // A GPT-2 style vocabulary: "\u00c3\u00a9" is the bytes C3 A9 (a whole "é"), "\u00c3"
+  // alone is C3 (a fragment), "\u0120hi" is " hi".
+  GgufWriter w;
+  w.AddKv("general.architecture", GgufValue::Str("llama"));
+  w.AddKv("tokenizer.ggml.model", GgufValue::Str("gpt2"));
+  GgufValue tokens, types;
+  tokens.type = types.type = GgufType::kArray;
+  tokens.elem_type = GgufType::kString;
+  types.elem_type = GgufType::kI32;
+  for (const char* t : {"\u0120hi", "\u00c3\u00a9", "\u00c3", "<|end|>", "ab"}) {
+    tokens.arr.push_back(GgufValue::Str(t));
+    types.arr.push_back(GgufValue::I32(std::string(t) == "<|end|>" ? 3 : 1));
+  }
+  w.AddKv("tokenizer.ggml.tokens", tokens);
+  w.AddKv("tokenizer.ggml.token_type", types);
+  std::string vocab = (dir_->path() / "bpe.gguf").string();
+  ASSERT_OK(w.Write(vocab));
+  SynthOptions o{.shape = Tiny(), .seed = 1, .vocab_path = vocab, .out_path = (dir_->path() / "bpe-m.gguf").string()};
+  ASSERT_OK(SynthesizeModel(o));
+  ASSERT_OK_AND_ASSIGN(GgufFile f, ReadGguf(o.out_path));
+  std::vector<int64_t> got;
+  for (const auto& t : f.Find("tokenizer.ggml.token_type")->arr) got.push_back(*t.AsInt());
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 1, 4, 3, 1})) << "only the fragment becomes USER_DEFINED (4)";
+}
+
 TEST_F(SynthTest, DeterministicForASeed) {
   auto make = [&](uint64_t seed, const std::string& name) {
     SynthOptions o{.shape = Tiny(), .seed = seed, .vocab_path = vocab_, .out_path = (dir_->path() / name).string()};

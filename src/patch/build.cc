@@ -66,9 +66,9 @@ BuildRecipe CMakeRecipe(std::string name, const std::vector<std::string>& cmake_
   return r;
 }
 
-BuildResult RunBuild(const BuildRecipe& recipe, const BuildPaths& paths, std::chrono::milliseconds timeout) {
+BuildResult RunBuild(const BuildRecipe& recipe, const BuildPaths& paths, std::chrono::milliseconds timeout,
+                     sys::ProcessRunner& runner, sys::Clock& clock) {
   BuildResult result;
-  sys::Clock& clock = sys::DefaultClock();
   const double start = clock.MonoSeconds();
   const double limit_s =
       std::min<double>(static_cast<double>(recipe.timeout.count()), static_cast<double>(timeout.count()) / 1000.0);
@@ -96,7 +96,7 @@ BuildResult RunBuild(const BuildRecipe& recipe, const BuildPaths& paths, std::ch
         return false;
       }
       (void)sys::AppendLineSync(paths.log, "$ " + ShellJoin(spec.argv));
-      auto out = sys::RunCommand(spec, std::chrono::milliseconds(static_cast<int64_t>(left_s * 1000)));
+      auto out = runner.Run(spec, std::chrono::milliseconds(static_cast<int64_t>(left_s * 1000)));
       if (!out) {
         result.timed_out = out.error().code == ErrorCode::kDeadlineExceeded;
         result.message = result.timed_out ? "the build ran past its " + HumanSeconds(limit_s) + " limit and was killed"

@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "sys/clock.h"
+#include "sys/process.h"
 
 namespace hone::patch {
 
@@ -59,8 +61,9 @@ struct BuildPaths {
 
 // Runs the recipe (configure when {build}/.hone-configured is missing) within
 // min(recipe.timeout, timeout). Every command runs in its own process group and is
-// killed with it on the deadline.
-BuildResult RunBuild(const BuildRecipe& recipe, const BuildPaths& paths, std::chrono::milliseconds timeout);
+// killed with it on the deadline; `runner` runs them and `clock` times them.
+BuildResult RunBuild(const BuildRecipe& recipe, const BuildPaths& paths, std::chrono::milliseconds timeout,
+                     sys::ProcessRunner& runner, sys::Clock& clock);
 
 // Which tree the build directory's outputs correspond to: `base` except for `dirty`.
 struct BuildState {

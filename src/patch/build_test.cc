@@ -2,7 +2,7 @@
 
 #include "core/strings.h"
 #include "patch/git.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "testing/test_util.h"
 
 namespace hone::patch {
@@ -22,10 +22,10 @@ TEST(RunBuildTest, ConfigureRunsOnceAndPlaceholdersExpand) {
   r.build = {{"sh", "-c", "echo built {jobs} >> {build}/steps && touch {build}/out"}};
   r.artifacts = {"out"};
   BuildPaths p = PathsIn(dir->path());
-  BuildResult first = RunBuild(r, p, std::chrono::seconds(30));
+  BuildResult first = RunBuild(r, p, std::chrono::seconds(30), sys::DefaultProcessRunner(), sys::DefaultClock());
   ASSERT_TRUE(first.ok) << first.message;
   EXPECT_TRUE(first.configured);
-  BuildResult second = RunBuild(r, p, std::chrono::seconds(30));
+  BuildResult second = RunBuild(r, p, std::chrono::seconds(30), sys::DefaultProcessRunner(), sys::DefaultClock());
   ASSERT_TRUE(second.ok) << second.message;
   EXPECT_FALSE(second.configured);
   ASSERT_OK_AND_ASSIGN(std::string steps, sys::ReadFile(p.build / "steps"));
@@ -38,7 +38,7 @@ TEST(RunBuildTest, FailureCarriesTheLogTail) {
   ASSERT_OK_AND_ASSIGN(auto dir, sys::TempDir::Create("hone-build"));
   BuildRecipe r;
   r.build = {{"sh", "-c", "echo 'x.cc:3: error: expected ;' >&2; exit 2"}};
-  BuildResult b = RunBuild(r, PathsIn(dir->path()), std::chrono::seconds(30));
+  BuildResult b = RunBuild(r, PathsIn(dir->path()), std::chrono::seconds(30), sys::DefaultProcessRunner(), sys::DefaultClock());
   EXPECT_FALSE(b.ok);
   EXPECT_FALSE(b.timed_out);
   EXPECT_THAT(b.message, HasSubstr("exit 2"));
@@ -49,7 +49,7 @@ TEST(RunBuildTest, AHangingBuildIsKilledAtTheDeadline) {
   ASSERT_OK_AND_ASSIGN(auto dir, sys::TempDir::Create("hone-build"));
   BuildRecipe r;
   r.build = {{"sh", "-c", "sleep 300"}};
-  BuildResult b = RunBuild(r, PathsIn(dir->path()), std::chrono::milliseconds(500));
+  BuildResult b = RunBuild(r, PathsIn(dir->path()), std::chrono::milliseconds(500), sys::DefaultProcessRunner(), sys::DefaultClock());
   EXPECT_FALSE(b.ok);
   EXPECT_TRUE(b.timed_out);
   EXPECT_THAT(b.message, HasSubstr("limit"));
@@ -60,7 +60,7 @@ TEST(RunBuildTest, MissingArtifactIsAFailure) {
   BuildRecipe r;
   r.build = {{"true"}};
   r.artifacts = {"bin/llama-server"};
-  BuildResult b = RunBuild(r, PathsIn(dir->path()), std::chrono::seconds(30));
+  BuildResult b = RunBuild(r, PathsIn(dir->path()), std::chrono::seconds(30), sys::DefaultProcessRunner(), sys::DefaultClock());
   EXPECT_FALSE(b.ok);
   EXPECT_THAT(b.message, HasSubstr("did not produce bin/llama-server"));
 }
@@ -107,7 +107,7 @@ class IncrementalTest : public ::testing::Test {
     if (!edit.empty()) Sh((*wt)->path(), edit);
     (void)std::remove((slot_ / "build/log").c_str());
     BuildResult b = RunBuild(recipe_, BuildPaths{(*wt)->path(), slot_ / "build", slot_, slot_ / "log.txt", 1},
-                             std::chrono::seconds(30));
+                             std::chrono::seconds(30), sys::DefaultProcessRunner(), sys::DefaultClock());
     EXPECT_TRUE(b.ok) << b.message << b.log_tail;
     if (finish) EXPECT_OK(FinishBuildState(slot_ / "build", recipe_.Digest(), base, touched));
     auto log = sys::ReadFile(slot_ / "build/log");

@@ -9,7 +9,7 @@
 #include "core/rng.h"
 #include "core/strings.h"
 #include "patch/diff.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "patch/validate.h"
 #include "sys/files.h"
 #include "testing/test_util.h"

@@ -53,18 +53,6 @@ Result<std::set<std::string>> ChangedPaths(const fs::path& tree) {
 
 }  // namespace
 
-std::string_view VerdictName(Verdict v) {
-  switch (v) {
-    case Verdict::kKeep:
-      return "keep";
-    case Verdict::kRevert:
-      return "revert";
-    case Verdict::kInconclusive:
-      return "inconclusive";
-  }
-  return "unknown";
-}
-
 Result<Proposal> LoadBackport(const fs::path& diff_file, std::string id, std::string author) {
   HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(diff_file));
   Proposal p;
@@ -142,7 +130,7 @@ Result<std::unique_ptr<PatchExecutor>> PatchExecutor::Create(ExecutorOptions opt
 
 Result<PatchRecord> PatchExecutor::Run(const Proposal& proposal, const policy::PolicyDecision& apply_decision,
                                        const MeasureFn& measure) {
-  sys::Clock& clock = sys::DefaultClock();
+  sys::Clock& clock = options_.clock != nullptr ? *options_.clock : sys::DefaultClock();
   const double start = clock.MonoSeconds();
   const policy::Rules& rules = gate_.rules();
   PatchRecord rec;
@@ -299,7 +287,8 @@ Result<PatchRecord> PatchExecutor::Run(const Proposal& proposal, const policy::P
       limit_s = std::min(limit_s, static_cast<double>(options_.build_timeout.count()));
     BuildPaths paths{wt->path(), build_dir_, slot_, options_.work_root / "logs" / (proposal.id + ".build.log"),
                      options_.jobs};
-    BuildResult b = RunBuild(options_.recipe, paths, std::chrono::milliseconds(static_cast<int64_t>(limit_s * 1000)));
+    BuildResult b = RunBuild(options_.recipe, paths, std::chrono::milliseconds(static_cast<int64_t>(limit_s * 1000)),
+                             options_.runner != nullptr ? *options_.runner : sys::DefaultProcessRunner(), clock);
     rec.build_seconds = b.seconds;
     built.build_seconds = b.seconds;
     if (!b.ok) {
@@ -316,7 +305,7 @@ Result<PatchRecord> PatchExecutor::Run(const Proposal& proposal, const policy::P
     rec.measure_verdict = "error";
     return revert("", "the measurement failed: " + m.error().message);
   }
-  rec.measure_verdict = std::string(VerdictName(m->verdict));
+  rec.measure_verdict = ToLower(VerdictName(m->verdict));
   if (m->verdict != Verdict::kKeep) return revert("", "measured " + rec.measure_verdict + ": " + m->reason);
 
   // 8. Merge: the gate needs a critic's sign-off of this diff; the token is checked again here.

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/verdict.h"
 #include "patch/build.h"
 #include "patch/record.h"
 #include "policy/gate.h"
@@ -39,10 +40,8 @@
 
 namespace hone::patch {
 
-enum class Verdict { kKeep, kRevert, kInconclusive };
-std::string_view VerdictName(Verdict v);
-
-// What the session's measurement protocol concluded about a built proposal.
+// What the session's measurement protocol concluded about a built proposal (only a
+// KEEP is merged).
 struct Measurement {
   Verdict verdict = Verdict::kInconclusive;
   std::string reason;  // one line ("+4.1% tok/s, CI [2.0, 6.3]", "/props shows total_slots=2")
@@ -82,6 +81,9 @@ struct ExecutorOptions {
   std::string branch_prefix = "hone";      // branches <prefix>/accepted and <prefix>/p/<id>
   std::string merge_role = "coordinator";  // the role merges are requested as
   std::string actor = "patch-executor";
+  // Times the run and its build; runs the build steps. The real ones when null.
+  sys::Clock* clock = nullptr;
+  sys::ProcessRunner* runner = nullptr;
 };
 
 class PatchExecutor {

@@ -17,7 +17,7 @@
 #include "net/http.h"
 #include "patch/executor.h"
 #include "patch/git.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "patch/validate.h"
 #include "sys/clock.h"
 #include "target/llamacpp.h"

@@ -2,7 +2,7 @@
 
 #include "core/strings.h"
 #include "patch/git.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "testing/test_util.h"
 
 namespace hone::patch {

@@ -1,7 +1,7 @@
 #include "patch/git.h"
 
 #include "core/strings.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "testing/test_util.h"
 
 namespace hone::patch {

@@ -6,7 +6,7 @@
 #include "core/strings.h"
 #include "patch/executor.h"
 #include "patch/git.h"
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 #include "patch/validate.h"
 #include "spec/yaml.h"
 #include "testing/test_util.h"

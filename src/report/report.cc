@@ -76,8 +76,11 @@ std::string Fenced(const std::string& text, const std::string& info = "") {
   return out + fence + "\n";
 }
 
+std::string V(Verdict v) { return std::string(VerdictName(v)); }
+std::string V(const std::optional<Verdict>& v) { return v ? V(*v) : std::string(); }
+
 bool Flagged(const session::CandidateRecord& c) {
-  return c.verdict == "KEEP" && (!c.accuracy_passed || c.accuracy.empty());
+  return c.verdict == Verdict::kKeep && (!c.accuracy_passed || c.accuracy.empty());
 }
 
 }  // namespace
@@ -91,10 +94,14 @@ std::vector<Stage> BuildStages(const ReportInput& in) {
   double cumulative = 1.0;
   std::string current;
   for (const auto& c : s.candidates) {
-    if (c.verdict != "KEEP" || c.phase == "enablement") continue;
-    std::string name = c.phase == "prelude" ? "warm replay (knowledge base)"
-                       : c.phase == "kernel" ? "kernel (cycle " + std::to_string(c.cycle) + ")"
-                                             : "framework (cycle " + std::to_string(c.cycle) + ")";
+    if (c.verdict != Verdict::kKeep) continue;
+    std::string name;
+    switch (c.phase) {
+      case session::CandidatePhase::kEnablement: continue;  // it became the stock
+      case session::CandidatePhase::kPrelude: name = "warm replay (knowledge base)"; break;
+      case session::CandidatePhase::kKernel: name = "kernel (cycle " + std::to_string(c.cycle) + ")"; break;
+      case session::CandidatePhase::kFramework: name = "framework (cycle " + std::to_string(c.cycle) + ")"; break;
+    }
     if (stages.back().name != name) stages.push_back({name, 0, 0, ""});
     Stage& st = stages.back();
     double before = cumulative;
@@ -152,11 +159,11 @@ std::string RenderMarkdown(const ReportInput& in) {
       line("");
       line("**Validated gain: " + Pct(s.validated_gain) + "** (ratio " + F("%.3f", 1 + s.validated_gain) + ", " +
            F("%.0f", spec.measurement.confidence * 100) + "% interval [" + F("%.3f", s.validated_lo) + ", " +
-           F("%.3f", s.validated_hi) + "], verdict " + s.validation_verdict + ", " +
-           std::to_string(spec.measurement.min_pairs) + " interleaved pairs).");
+           F("%.3f", s.validated_hi) + "], verdict " + V(s.validation_verdict) + ", " +
+           std::to_string(s.validation_trials.size() / 2) + " interleaved pairs).");  // what ran
     } else if (!s.BestIsStock()) {
       line("");
-      line("**The best configuration was not re-validated at close** (" + s.validation_verdict +
+      line("**The best configuration was not re-validated at close** (" + V(s.validation_verdict) +
            "): its gain below is from its own paired verdict only.");
     } else {
       line("");
@@ -191,10 +198,10 @@ std::string RenderMarkdown(const ReportInput& in) {
   for (const auto& c : s.candidates) {
     std::string trials = Join(c.candidate_trials, ",");
     if (!c.screen_trial.empty()) trials = "screen " + c.screen_trial + (trials.empty() ? "" : "; " + trials);
-    line("| " + Md(c.id) + " | " + Md(c.phase) + " c" + std::to_string(c.cycle) + " | `" + Md(c.delta.ToString()) +
-         "` | **" + Md(c.verdict) + "**" + (Flagged(c) ? " (flagged)" : "") + " | " + (c.pairs ? Pct(c.gain) : "") +
-         " | " + (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") + " | " +
-         std::to_string(c.pairs) + " | " + Md(c.accuracy) + " | " + Md(trials) + " | " + Md(c.reason) + " | " +
+    line("| " + Md(c.id) + " | " + std::string(session::CandidatePhaseName(c.phase)) + " c" + std::to_string(c.cycle) +
+         " | `" + Md(c.delta.ToString()) + "` | **" + V(c.verdict) + "**" + (Flagged(c) ? " (flagged)" : "") + " | " +
+         (c.pairs ? Pct(c.gain) : "") + " | " + (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") +
+         " | " + std::to_string(c.pairs) + " | " + Md(c.accuracy) + " | " + Md(trials) + " | " + Md(c.reason) + " | " +
          Md(c.critic) + " |");
   }
   std::vector<const session::CandidateRecord*> flagged;
@@ -217,8 +224,8 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("");
   int failures = 0;
   for (const auto& c : s.candidates) {
-    if (c.verdict == "LAUNCH_FAILED" || c.verdict == "ACCURACY_FAILED" || c.verdict == "INVALID") {
-      line("- " + c.id + " `" + Md(c.delta.ToString()) + "`: " + c.verdict + " — " + Md(c.reason));
+    if (c.verdict == Verdict::kLaunchFailed || c.verdict == Verdict::kAccuracyFailed || c.verdict == Verdict::kInvalid) {
+      line("- " + c.id + " `" + Md(c.delta.ToString()) + "`: " + V(c.verdict) + " — " + Md(c.reason));
       ++failures;
     }
   }
@@ -236,7 +243,7 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("No trial met a fault: every server launched and answered every request cleanly.");
   } else {
     line("A faulted trial (the server or the transport misbehaved) is never a measurement: it is measured once "
-         "more, and a second fault leaves its candidate INVALID.");
+         "more, and a second fault leaves its candidate INVALID (its comparison ends there).");
     line("");
     line("| trial | role | what happened | measured again as | injected (test run) |");
     line("|---|---|---|---|---|");
@@ -249,7 +256,7 @@ std::string RenderMarkdown(const ReportInput& in) {
       for (const auto& u : in.trials) {
         if (u.retry_of == t->id) again = u.id + (u.valid ? " (ok)" : u.faults.empty() ? " (invalid)" : " (faulted)");
       }
-      line("| " + Md(t->id) + " | " + Md(t->role) + " | " + Md(what) + " | " + Md(again) + " | " + Md(t->injected) +
+      line("| " + Md(t->id) + " | " + std::string(measure::TrialRoleName(t->role)) + " | " + Md(what) + " | " + Md(again) + " | " + Md(t->injected) +
            " |");
     }
   }
@@ -267,7 +274,7 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("| candidate | patch | verdict | gain | diff / rule | reason |");
     line("|---|---|---|---|---|---|");
     for (const auto* c : patches) {
-      line("| " + c->id + " | " + Md(c->patch) + " | **" + Md(c->verdict) + "** | " + (c->pairs ? Pct(c->gain) : "") +
+      line("| " + c->id + " | " + Md(c->patch) + " | **" + V(c->verdict) + "** | " + (c->pairs ? Pct(c->gain) : "") +
            " | " + Md(c->rationale) + " | " + Md(c->reason) + " |");
     }
   }
@@ -280,7 +287,7 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("|---|---|---|---|---|---|---|---|---|---|---|");
     for (const auto& p : s.sweep) {
       line("| " + std::to_string(p.concurrency) + " | " + std::to_string(p.isl) + " | " + std::to_string(p.osl) +
-           " | " + F("%.4g", p.stock_objective) + " | " + F("%.4g", p.best_objective) + " | " + Md(p.verdict) + " | " +
+           " | " + F("%.4g", p.stock_objective) + " | " + F("%.4g", p.best_objective) + " | " + V(p.verdict) + " | " +
            F("%.1f", p.stock_tps) + " | " + F("%.1f", p.best_tps) + " | " + F("%.2f", p.stock_intvty) + " | " +
            F("%.2f", p.best_intvty) + " | " + Md(Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",")) + " |");
     }
@@ -291,8 +298,9 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("| phase | cycle | start (s) | end (s) | status | note |");
   line("|---|---|---|---|---|---|");
   for (const auto& p : s.phases) {
-    line("| " + Md(p.phase) + " | " + std::to_string(p.cycle) + " | " + F("%.0f", p.started_s) + " | " +
-         F("%.0f", p.finished_s) + " | " + Md(p.status) + " | " + Md(p.note) + " |");
+    line("| " + std::string(session::PhaseName(p.phase)) + " | " + std::to_string(p.cycle) + " | " +
+         F("%.0f", p.started_s) + " | " + F("%.0f", p.finished_s) + " | " +
+         std::string(session::PhaseStatusName(p.status)) + " | " + Md(p.note) + " |");
   }
   if (!s.warm_replay.empty() || !s.kb_result.empty() || !s.roofline.empty() || !s.kernel.empty()) {
     line("");
@@ -325,8 +333,8 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& t : in.trials) {
     std::string status = !t.launched ? "launch failed: " + t.failure_kind : !t.valid ? "invalid" : "ok";
-    line("| " + Md(t.id) + " | " + Md(t.role) + " | `" + Md(t.config.ToString()) + "` | " + t.point.Label() + " | " +
-         Md(status) +
+    line("| " + Md(t.id) + " | " + std::string(measure::TrialRoleName(t.role)) + " | `" + Md(t.config.ToString()) +
+         "` | " + t.point.Label() + " | " + Md(status) +
          " | " + (t.valid ? F("%.4g", t.objective) : "") + " | " +
          (t.launched ? F("%.1f", t.result.ttft.p50 * 1e3) : "") + " | " +
          (t.launched ? F("%.2f", t.result.tpot.p50 * 1e3) : "") + " | " + F("%.1f", t.wall_s) + " |");
@@ -383,9 +391,10 @@ std::string ObjectivePlot(const ReportInput& in) {
                                                {"incumbent", "#36c"}, {"candidate", "#c33"}, {"validate", "#0a7"},
                                                {"sweep", "#a3c"},     {"enablement", "#000"}};
   for (size_t i = 0; i < pts.size(); ++i) {
-    const char* c = colors.count(pts[i]->role) ? colors[pts[i]->role] : "#333";
+    const std::string role(measure::TrialRoleName(pts[i]->role));
+    const char* c = colors.count(role) ? colors[role] : "#333";
     svg += "<circle cx='" + F("%.1f", X(i)) + "' cy='" + F("%.1f", Y(pts[i]->objective)) + "' r='4' fill='" + c +
-           "'><title>" + HtmlEscape(pts[i]->id + " " + pts[i]->role + " " + pts[i]->config.ToString() + ": " +
+           "'><title>" + HtmlEscape(pts[i]->id + " " + role + " " + pts[i]->config.ToString() + ": " +
                                     F("%.4g", pts[i]->objective)) +
            "</title></circle>";
   }
@@ -580,8 +589,8 @@ std::string RenderSummaryJson(const ReportInput& in) {
   }
   json cands = json::array();
   for (const auto& c : s.candidates) {
-    cands.push_back({{"id", c.id}, {"phase", c.phase}, {"cycle", c.cycle}, {"delta", cfg(c.delta)},
-                     {"verdict", c.verdict}, {"gain", c.gain}, {"ci", {c.ci_lo, c.ci_hi}}, {"pairs", c.pairs},
+    cands.push_back({{"id", c.id}, {"phase", session::CandidatePhaseName(c.phase)}, {"cycle", c.cycle}, {"delta", cfg(c.delta)},
+                     {"verdict", V(c.verdict)}, {"gain", c.gain}, {"ci", {c.ci_lo, c.ci_hi}}, {"pairs", c.pairs},
                      {"accuracy", c.accuracy}, {"flagged", Flagged(c)}, {"trials", c.candidate_trials},
                      {"reason", c.reason}});
   }
@@ -595,7 +604,7 @@ std::string RenderSummaryJson(const ReportInput& in) {
             {"best", {{"config", cfg(s.best)}, {"launch_command", in.best_command}}},
             {"validated", s.validated
                               ? json{{"gain", s.validated_gain}, {"ci", {s.validated_lo, s.validated_hi}},
-                                     {"verdict", s.validation_verdict}, {"best_value", s.validated_best_objective},
+                                     {"verdict", V(s.validation_verdict)}, {"best_value", s.validated_best_objective},
                                      {"stock_value", s.validated_stock_objective}, {"trials", s.validation_trials},
                                      {"accuracy", s.close_accuracy}}
                               : json(nullptr)},

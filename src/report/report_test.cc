@@ -7,7 +7,7 @@
 
 #include "core/strings.h"
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"
@@ -71,6 +71,16 @@ TEST_F(ReportTest, MarkdownCarriesTheOutcomeStagesAndEvidence) {
   EXPECT_NE(md.find("## Sweep"), std::string::npos);
 }
 
+// The validated gain names the pairs that ran: the close validation is sequential and
+// may run more than min_pairs (it used to print min_pairs whatever ran).
+TEST_F(ReportTest, TheValidatedGainCountsThePairsThatRan) {
+  ASSERT_TRUE(state_.validated);
+  state_.validation_trials.clear();
+  for (int i = 0; i < 12; ++i) state_.validation_trials.push_back("t9" + std::to_string(100 + i));
+  std::string md = RenderMarkdown(in_);
+  EXPECT_NE(md.find(", 6 interleaved pairs)."), std::string::npos) << md.substr(0, 1500);
+}
+
 TEST_F(ReportTest, HtmlIsSelfContainedWithPlots) {
   std::string html = RenderHtml(in_);
   EXPECT_NE(html.find("<svg"), std::string::npos);
@@ -130,7 +140,8 @@ TEST_F(ReportTest, UntrustedTextNeverBecomesMarkup) {
   for (auto& t : in_.trials) {
     t.config.Set("threads", evil);
     t.failure_kind = evil;
-    t.role = evil;
+    t.failure_detail = evil;  // a server's log excerpt (the role is hone's own enum)
+    t.injected = evil;
   }
   const std::string html = RenderHtml(in_);
   // Only hone's own tags, never one from the text.

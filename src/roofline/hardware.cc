@@ -113,7 +113,7 @@ Result<HardwareTable> HardwareTable::Parse(const std::string& text, const std::s
 Result<HardwareTable> HardwareTable::FromRoot(const spec::Field& root) {
   HardwareTable table;
   HONE_TRY(root.RequireMap());
-  HONE_TRY(root.CheckKeys({"devices"}));
+  HONE_TRY(root.CheckKeys({"devices", "cpu_families"}));
   spec::Field list = root["devices"];
   if (!list.is_seq()) return Fail(list.Err("expected a list of devices"));
   for (const spec::Field& d : list.Items()) {
@@ -121,7 +121,27 @@ Result<HardwareTable> HardwareTable::FromRoot(const spec::Field& root) {
     if (table.Find(hw.id)) return Fail(d["id"].Err("duplicate device id '" + hw.id + "'"));
     table.devices_.push_back(std::move(hw));
   }
+  for (const spec::Field& f : root["cpu_families"].Items()) {
+    HONE_TRY(f.RequireMap());
+    HONE_TRY(f.CheckKeys({"cpu_contains", "max_cpus", "device"}));
+    CpuFamily family;
+    HONE_ASSIGN_OR_RETURN(family.cpu_contains, f["cpu_contains"].Str());
+    family.cpu_contains = ToLower(family.cpu_contains);
+    HONE_ASSIGN_OR_RETURN(int64_t max_cpus, f["max_cpus"].IntOr(0, 0, 1 << 20));
+    family.max_cpus = static_cast<int>(max_cpus);
+    HONE_ASSIGN_OR_RETURN(family.device, f["device"].Str());
+    if (!table.Find(family.device)) return Fail(f["device"].Err("unknown device '" + family.device + "'"));
+    table.cpu_families_.push_back(std::move(family));
+  }
   return table;
+}
+
+std::optional<std::string> HardwareTable::CpuFamilyDevice(std::string_view cpu_model, int cpus) const {
+  const std::string model = ToLower(cpu_model);
+  for (const CpuFamily& f : cpu_families_) {
+    if (Contains(model, f.cpu_contains) && (f.max_cpus == 0 || cpus <= f.max_cpus)) return f.device;
+  }
+  return std::nullopt;
 }
 
 Result<Hardware> HardwareTable::Find(std::string_view id_or_alias) const {

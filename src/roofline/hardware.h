@@ -51,6 +51,13 @@ struct Hardware {
   bool HasMeasured() const { return measured_memory_bw_bytes_per_s || !measured_peak_flops.empty(); }
 };
 
+// A rule naming the entry of a CPU host whose model names none itself.
+struct CpuFamily {
+  std::string cpu_contains;  // a case-insensitive substring of the CPU model
+  int max_cpus = 0;          // the most vCPUs it describes (0: any count)
+  std::string device;        // the entry's id
+};
+
 class HardwareTable {
  public:
   // Parses data/hardware.yaml; every error names file:line:col.
@@ -60,10 +67,14 @@ class HardwareTable {
   // By id or alias, case-insensitively; kNotFound lists the known ids.
   Result<Hardware> Find(std::string_view id_or_alias) const;
   const std::vector<Hardware>& devices() const { return devices_; }
+  // The entry id of a CPU host by the table's cpu_families rules (the first match).
+  std::optional<std::string> CpuFamilyDevice(std::string_view cpu_model, int cpus) const;
+  const std::vector<CpuFamily>& cpu_families() const { return cpu_families_; }
 
  private:
   static Result<HardwareTable> FromRoot(const spec::Field& root);
   std::vector<Hardware> devices_;
+  std::vector<CpuFamily> cpu_families_;
 };
 
 }  // namespace hone::roofline

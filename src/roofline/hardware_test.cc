@@ -28,6 +28,22 @@ TEST(HardwareTableTest, ShippedTableHasTheDevicesTheSessionNames) {
   EXPECT_DOUBLE_EQ(mi300x.memory_bytes, 192e9);
 }
 
+// A CPU host that names no entry finds its family's (data/hardware.yaml).
+TEST(HardwareTableTest, CpuHostsFindTheirFamilyFromTheTable) {
+  ASSERT_OK_AND_ASSIGN(HardwareTable table, HardwareTable::Load(TablePath()));
+  EXPECT_EQ(table.CpuFamilyDevice("AMD EPYC 7B13", 2), "epyc-zen3-2vcpu");
+  EXPECT_EQ(table.CpuFamilyDevice("Intel(R) Xeon(R) Platinum 8581C CPU @ 2.30GHz", 2), "xeon-emr-2vcpu");
+  EXPECT_FALSE(table.CpuFamilyDevice("AMD EPYC 7B13", 64));  // a whole socket is not a 2-vCPU slice
+  EXPECT_FALSE(table.CpuFamilyDevice("Apple M3", 8));
+  auto bad = HardwareTable::Parse(
+      "devices:\n  - {id: c, kind: cpu, peak_tflops: {fp32: 1}, memory_bw_gbs: 1, memory_gb: 1}\n"
+      "cpu_families:\n  - {cpu_contains: epyc, device: nowhere}\n",
+      "t.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("t.yaml:4"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("unknown device 'nowhere'"), std::string::npos) << bad.error().message;
+}
+
 TEST(HardwareTableTest, MeasuredCeilingsOverrideTheDatasheet) {
   ASSERT_OK_AND_ASSIGN(HardwareTable table, HardwareTable::Load(TablePath()));
   ASSERT_OK_AND_ASSIGN(Hardware h200, table.Find("h200"));

@@ -85,7 +85,7 @@ std::optional<Candidate> RandomProposer::Next(const ProposalContext& ctx) {
 
 void RandomProposer::Observe(const Observation& obs) {
   ++observed_;
-  if (obs.verdict == "KEEP") ++keeps_;
+  if (obs.verdict == Verdict::kKeep) ++keeps_;
 }
 
 std::string RandomProposer::Save() const {
@@ -199,7 +199,7 @@ std::optional<Candidate> GridProposer::Next(const ProposalContext& ctx) {
 
 void GridProposer::Observe(const Observation& obs) {
   ++observed_;
-  if (obs.verdict == "KEEP") ++keeps_;
+  if (obs.verdict == Verdict::kKeep) ++keeps_;
 }
 
 std::string GridProposer::Save() const { return std::to_string(next_); }

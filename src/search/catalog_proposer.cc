@@ -83,14 +83,14 @@ std::optional<Candidate> CatalogProposer::Next(const ProposalContext& ctx) {
 
 void CatalogProposer::Observe(const Observation& obs) {
   outcomes_[obs.candidate.idea] = obs.verdict;
-  if (obs.verdict == "LAUNCH_FAILED") failed_.insert(obs.candidate.idea);
+  if (obs.verdict == Verdict::kLaunchFailed) failed_.insert(obs.candidate.idea);
 }
 
 std::string CatalogProposer::Save() const {
   std::string out;
   for (const auto& p : proposed_) out += "p " + p + "\n";
   for (const auto& f : failed_) out += "f " + f + "\n";
-  for (const auto& [idea, v] : outcomes_) out += "o " + idea + " " + v + "\n";
+  for (const auto& [idea, v] : outcomes_) out += "o " + idea + " " + std::string(VerdictName(v)) + "\n";
   return out;
 }
 
@@ -102,7 +102,8 @@ Status CatalogProposer::Load(const std::string& saved) {
     if (line[0] == 'f') failed_.insert(rest);
     if (line[0] == 'o') {
       size_t sp = rest.rfind(' ');
-      if (sp != std::string::npos) outcomes_[rest.substr(0, sp)] = rest.substr(sp + 1);
+      if (sp == std::string::npos) continue;
+      HONE_ASSIGN_OR_RETURN(outcomes_[rest.substr(0, sp)], ParseVerdict(rest.substr(sp + 1)));
     }
   }
   return Ok();
@@ -110,7 +111,7 @@ Status CatalogProposer::Load(const std::string& saved) {
 
 std::string CatalogProposer::Describe() const {
   std::string out = "catalog proposer: " + std::to_string(proposed_.size()) + " single-knob ideas proposed\n";
-  for (const auto& [idea, v] : outcomes_) out += "  " + idea + " -> " + v + "\n";
+  for (const auto& [idea, v] : outcomes_) out += "  " + idea + " -> " + std::string(VerdictName(v)) + "\n";
   return out;
 }
 

@@ -36,7 +36,7 @@ class CatalogProposer final : public Proposer {
   CatalogProposerOptions options_;
   std::set<std::string> proposed_;  // "knob=value" already handed out
   std::set<std::string> failed_;    // "knob=value" that failed to launch
-  std::map<std::string, std::string> outcomes_;  // idea -> verdict
+  std::map<std::string, Verdict> outcomes_;  // idea -> verdict
 };
 
 // Category order used by the catalog proposer and as the planner's tie-break.

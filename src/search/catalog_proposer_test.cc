@@ -44,7 +44,7 @@ TEST(CatalogProposerTest, RespectsRestrictionsFailuresAndState) {
   auto c = p.Next(ctx);
   ASSERT_TRUE(c);
   EXPECT_TRUE(c->idea.starts_with("threads=") || c->idea.starts_with("ubatch_size=")) << c->idea;
-  p.Observe({*c, ctx.best.Merged(c->delta), "LAUNCH_FAILED", 0, "bad_flag"});
+  p.Observe({*c, ctx.best.Merged(c->delta), Verdict::kLaunchFailed, 0, "bad_flag"});
   CatalogProposer restored(cat, {.only = {"threads", "ubatch_size"}});
   ASSERT_OK(restored.Load(p.Save()));
   for (int i = 0; i < 50; ++i) {

@@ -105,7 +105,7 @@ TEST(CatalogsTest, LlamaCatalogCoversThePerformanceFlagsOfTheProvisionedVersion)
 TEST(CatalogsTest, HeuristicsLoadAndNameKnownKnobs) {
   ASSERT_OK_AND_ASSIGN(Heuristics h, Heuristics::Load((testing::SourceDir() / "data/search/heuristics.yaml").string()));
   for (const std::string& cat : kCategories) EXPECT_TRUE(h.categories.contains(cat)) << cat;
-  EXPECT_GT(h.RiskPenalty("high"), h.RiskPenalty("medium"));
+  EXPECT_GT(h.RiskPenalty(target::AccuracyRisk::kHigh), h.RiskPenalty(target::AccuracyRisk::kMedium));
   for (const auto& [fw, fh] : h.frameworks) {
     SCOPED_TRACE(fw);
     auto c = target::LoadCatalogFor((testing::SourceDir() / "catalogs").string(), fw, "999");

@@ -53,7 +53,7 @@ Trace Simulate(Proposer& proposer, const SimSetup& s, int max_trials, uint64_t n
     obs.config = full;
     const SurfacePoint* p = surface.Find(full);
     if (!p || !s.catalog->Validate(full)) {
-      obs.verdict = "INVALID";  // off the surface: not measurable, costs no trial
+      obs.verdict = Verdict::kInvalid;  // off the surface: not measurable, costs no trial
       ctx.tried.insert(full.Hash());
       proposer.Observe(obs);
       continue;
@@ -61,7 +61,7 @@ Trace Simulate(Proposer& proposer, const SimSetup& s, int max_trials, uint64_t n
     ++trials;
     ctx.tried.insert(full.Hash());
     if (p->failed() || p->samples.empty()) {
-      obs.verdict = "LAUNCH_FAILED";
+      obs.verdict = Verdict::kLaunchFailed;
       obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
     } else {
       // A pair: the candidate and a fresh measurement of the incumbent, as the
@@ -70,8 +70,8 @@ Trace Simulate(Proposer& proposer, const SimSetup& s, int max_trials, uint64_t n
       double a = Measure(*incumbent, s.noise, rng);
       double ratio = surface.maximize() ? m / a : a / m;
       obs.gain = ratio - 1;
-      obs.verdict = obs.gain > s.threshold ? "KEEP" : "REVERT";
-      if (obs.verdict == "KEEP") {
+      obs.verdict = obs.gain > s.threshold ? Verdict::kKeep : Verdict::kRevert;
+      if (obs.verdict == Verdict::kKeep) {
         ctx.best = full;
         incumbent = p;
       }
@@ -81,7 +81,7 @@ Trace Simulate(Proposer& proposer, const SimSetup& s, int max_trials, uint64_t n
     if (keep_log) {
       char buf[256];
       std::snprintf(buf, sizeof buf, "%3d %-44s %-13s %+6.1f%%  incumbent at %.1f%% of best", trials,
-                    cand->delta.ToString().c_str(), obs.verdict.c_str(), obs.gain * 100, t.quality.back() * 100);
+                    cand->delta.ToString().c_str(), std::string(VerdictName(obs.verdict)).c_str(), obs.gain * 100, t.quality.back() * 100);
       t.log.push_back(buf);
     }
   }

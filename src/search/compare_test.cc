@@ -127,7 +127,7 @@ TEST_F(CompareTest, RandomSearchNeverRepeatsAndGridCoversItsCoarseAxes) {
     Config full = ctx.best.Merged(c->delta);
     EXPECT_TRUE(seen.insert(full.ToString()).second) << full.ToString();
     ctx.tried.insert(full.Hash());
-    random.Observe({*c, full, "REVERT", -0.1, ""});
+    random.Observe({*c, full, Verdict::kRevert, -0.1, ""});
   }
   EXPECT_EQ(seen.size(), 29u);  // every other point, then nothing
   auto axes = GridProposer::CoarseAxes({{"1", "2", "4", "8", "16"}, {"x", "y", "z"}, {"on", "off"}}, {"4", "x", "on"}, 12);

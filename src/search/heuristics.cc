@@ -134,8 +134,8 @@ const CategoryPrior& Heuristics::Category(const std::string& name) const {
   return it == categories.end() ? default_category : it->second;
 }
 
-double Heuristics::RiskPenalty(const std::string& risk) const {
-  auto it = risk_penalty.find(risk);
+double Heuristics::RiskPenalty(target::AccuracyRisk risk) const {
+  auto it = risk_penalty.find(std::string(target::AccuracyRiskName(risk)));
   return it == risk_penalty.end() ? 0.0 : it->second;
 }
 

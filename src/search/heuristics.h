@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "target/catalog.h"
 
 namespace hone::spec {
 class Field;
@@ -74,7 +75,7 @@ struct Heuristics {
   static Result<Heuristics> ParseField(const spec::Field& root);
 
   const CategoryPrior& Category(const std::string& name) const;
-  double RiskPenalty(const std::string& risk) const;
+  double RiskPenalty(target::AccuracyRisk risk) const;
   // Multiplier on a category's prior spread under a diagnosis (1 when none applies).
   double BottleneckMultiplier(Bottleneck b, const std::string& category) const;
   // Multiplier on a category's prior spread on this device (1 when none applies).

@@ -94,7 +94,7 @@ std::string IdeaTree::ToJson() const {
                    {"score", n.score},
                    {"why", n.why},
                    {"order", n.order},
-                   {"verdict", n.verdict},
+                   {"verdict", n.verdict ? std::string(VerdictName(*n.verdict)) : std::string()},
                    {"gain", n.gain},
                    {"note", n.note}});
   }
@@ -137,7 +137,11 @@ Result<IdeaTree> IdeaTree::FromJson(const std::string& text) {
       n.score = o.value("score", 0.0);
       n.why = o.value("why", "");
       n.order = o.value("order", 0);
-      n.verdict = o.value("verdict", "");
+      if (std::string v = o.value("verdict", ""); !v.empty()) {
+        auto verdict = ParseVerdict(v);
+        if (!verdict) return DataLoss("idea tree: " + verdict.error().message);
+        n.verdict = *verdict;
+      }
       n.gain = o.value("gain", 0.0);
       n.note = o.value("note", "");
       if (n.id != static_cast<int>(t.nodes_.size())) return DataLoss("idea tree: node ids out of order");
@@ -168,7 +172,7 @@ void IdeaTree::DescribeNode(int id, int depth, int open_per_group, std::string& 
                   n.origin == "catalog" ? "" : (" (" + n.origin + ")").c_str());
   } else if (n.order > 0) {
     std::snprintf(buf, sizeof buf, "%s[#%-3d %-8s %s] %s%s%s\n", indent.c_str(), n.order,
-                  n.verdict.empty() ? std::string(IdeaStateName(n.state)).c_str() : n.verdict.c_str(),
+                  std::string(n.verdict ? VerdictName(*n.verdict) : IdeaStateName(n.state)).c_str(),
                   Pct(n.gain).c_str(), n.key.c_str(), n.origin == "catalog" ? "" : (" (" + n.origin + ")").c_str(),
                   n.note.empty() ? "" : (": " + n.note).c_str());
   } else {

@@ -10,11 +10,13 @@
 // (Describe). A plain value type; not thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/verdict.h"
 
 namespace hone::search {
 
@@ -47,7 +49,7 @@ struct IdeaNode {
   std::string why;
   // Outcome.
   int order = 0;             // 1-based proposal order; 0 = never proposed
-  std::string verdict;
+  std::optional<Verdict> verdict;  // the measured outcome, once observed
   double gain = 0;
   std::string note;          // why pruned / failed
   bool proposable() const { return kind != IdeaKind::kGroup && state == IdeaState::kOpen; }

@@ -418,7 +418,9 @@ void Planner::ReopenInteractions(const std::string& knob, int win_id) {
 int Planner::AdoptForeign(const Observation& obs) {
   // A KEEP moves the incumbent, which Next() follows; failures to launch and accuracy
   // failures of another source say nothing reliable about one knob's value here.
-  if (obs.verdict != "REVERT" && obs.verdict != "INCONCLUSIVE" && obs.verdict != "SCREENED_OUT") return -1;
+  if (obs.verdict != Verdict::kRevert && obs.verdict != Verdict::kInconclusive && obs.verdict != Verdict::kScreenedOut) {
+    return -1;
+  }
   if (obs.candidate.delta.size() != 1) return -1;
   const auto& [knob, value] = *obs.candidate.delta.values().begin();
   auto b = beliefs_.find(knob);
@@ -453,70 +455,86 @@ void Planner::Observe(const Observation& obs) {
   n.verdict = obs.verdict;
   n.gain = obs.gain;
   double log_gain = std::log1p(std::max(obs.gain, -0.99));
-  const std::string& v = obs.verdict;
+  const Verdict v = obs.verdict;
   auto knobs_of = [&]() {
     std::vector<std::string> out;
     for (const auto& [k, val] : snapshot.delta.values()) out.push_back(k);
     return out;
   };
-  if (v == "KEEP") {
-    n.state = IdeaState::kKept;
-    best_level_ += log_gain;
-    if (snapshot.kind == IdeaKind::kValue) {
-      double effect = IncumbentEffect(snapshot.knob) + log_gain;
-      RecordEffect(snapshot.knob, snapshot.value, effect);
-      Belief& b = beliefs_.at(snapshot.knob);
-      b.current = snapshot.value;
-      b.current_effect = effect;
-      ExpandWin(id);
-      ReopenInteractions(snapshot.knob, id);
-    } else {
-      Config resolved = Resolve(snapshot.delta);
-      for (const auto& [k, val] : resolved.values()) {
-        if (beliefs_.contains(k)) Rebase(k, val);
-      }
-      for (const auto& [k, val] : resolved.values()) ReopenInteractions(k, id);
-    }
-  } else if (v == "REVERT" || v == "INCONCLUSIVE" || v == "SCREENED_OUT") {
-    n.state = v == "INCONCLUSIVE" ? IdeaState::kInconclusive : IdeaState::kReverted;
-    if (snapshot.kind == IdeaKind::kValue) {
-      RecordEffect(snapshot.knob, snapshot.value, IncumbentEffect(snapshot.knob) + log_gain);
-      // Measurements are noisy: another look (up to kMaxLooks per value and incumbent),
-      // scored from the updated belief: it ranks low unless the looks so far were near
-      // misses on a promising value.
-      const auto& looks = beliefs_.at(snapshot.knob).effects.at(snapshot.value);
-      if (static_cast<int>(looks.size()) < kMaxLooks && tree_.OpenWithKey(snapshot.key) < 0) {
-        if (const KnobDomain* kd = domain_.Find(snapshot.knob)) {
-          int rid = AddValueIdea(*kd, snapshot.value, id, "retest");
-          tree_.at(rid).prior_mean = snapshot.prior_mean;
+  switch (v) {
+    case Verdict::kKeep:
+      n.state = IdeaState::kKept;
+      best_level_ += log_gain;
+      if (snapshot.kind == IdeaKind::kValue) {
+        double effect = IncumbentEffect(snapshot.knob) + log_gain;
+        RecordEffect(snapshot.knob, snapshot.value, effect);
+        Belief& b = beliefs_.at(snapshot.knob);
+        b.current = snapshot.value;
+        b.current_effect = effect;
+        ExpandWin(id);
+        ReopenInteractions(snapshot.knob, id);
+      } else {
+        Config resolved = Resolve(snapshot.delta);
+        for (const auto& [k, val] : resolved.values()) {
+          if (beliefs_.contains(k)) Rebase(k, val);
         }
+        for (const auto& [k, val] : resolved.values()) ReopenInteractions(k, id);
       }
-    }
-  } else if (v == "LAUNCH_FAILED" || v == "ACCURACY_FAILED") {
-    n.state = IdeaState::kFailed;
-    n.note = v == "LAUNCH_FAILED" ? "launch failed" + (obs.failure_kind.empty() ? "" : ": " + obs.failure_kind)
-                                  : "accuracy gate failed";
-    for (const std::string& k : knobs_of()) {
-      auto it = beliefs_.find(k);
-      if (it == beliefs_.end()) continue;
-      (v == "LAUNCH_FAILED" ? it->second.crashes : it->second.accuracy_failures)++;
-      if (obs.failure_kind == "bad_flag" || obs.failure_kind == "unsupported") {
-        // The engine does not know the flag: no value of it can work.
-        it->second.pruned = true;
-        for (IdeaNode& other : tree_.mutable_nodes()) {
-          if (other.knob == k && other.proposable()) {
-            other.state = IdeaState::kPruned;
-            other.note = "the engine rejected " + k + " (" + obs.failure_kind + ")";
+      break;
+    case Verdict::kRevert:
+    case Verdict::kInconclusive:
+    case Verdict::kScreenedOut:
+      n.state = v == Verdict::kInconclusive ? IdeaState::kInconclusive : IdeaState::kReverted;
+      if (snapshot.kind == IdeaKind::kValue) {
+        RecordEffect(snapshot.knob, snapshot.value, IncumbentEffect(snapshot.knob) + log_gain);
+        // Measurements are noisy: another look (up to kMaxLooks per value and incumbent),
+        // scored from the updated belief: it ranks low unless the looks so far were near
+        // misses on a promising value.
+        const auto& looks = beliefs_.at(snapshot.knob).effects.at(snapshot.value);
+        if (static_cast<int>(looks.size()) < kMaxLooks && tree_.OpenWithKey(snapshot.key) < 0) {
+          if (const KnobDomain* kd = domain_.Find(snapshot.knob)) {
+            int rid = AddValueIdea(*kd, snapshot.value, id, "retest");
+            tree_.at(rid).prior_mean = snapshot.prior_mean;
           }
         }
       }
+      break;
+    case Verdict::kLaunchFailed:
+    case Verdict::kAccuracyFailed: {
+      const bool launch = v == Verdict::kLaunchFailed;
+      n.state = IdeaState::kFailed;
+      n.note = launch ? "launch failed" + (obs.failure_kind.empty() ? "" : ": " + obs.failure_kind)
+                      : "accuracy gate failed";
+      for (const std::string& k : knobs_of()) {
+        auto it = beliefs_.find(k);
+        if (it == beliefs_.end()) continue;
+        (launch ? it->second.crashes : it->second.accuracy_failures)++;
+        if (obs.failure_kind == "bad_flag" || obs.failure_kind == "unsupported") {
+          // The engine does not know the flag: no value of it can work.
+          it->second.pruned = true;
+          for (IdeaNode& other : tree_.mutable_nodes()) {
+            if (other.knob == k && other.proposable()) {
+              other.state = IdeaState::kPruned;
+              other.note = "the engine rejected " + k + " (" + obs.failure_kind + ")";
+            }
+          }
+        }
+      }
+      break;
     }
-  } else if (v == "INVALID") {
-    n.state = IdeaState::kPruned;
-    n.note = "invalid configuration";
-  } else {
-    n.state = IdeaState::kOpen;  // not measured (budget): may come back
-    n.order = 0;
+    case Verdict::kInvalid:
+      n.state = IdeaState::kPruned;
+      n.note = "invalid configuration";
+      break;
+    case Verdict::kPending:
+    case Verdict::kSkippedBudget:
+    case Verdict::kPatchFailed:
+    case Verdict::kBuildFailed:
+    case Verdict::kPatchRejected:
+    case Verdict::kNotValidated:
+      n.state = IdeaState::kOpen;  // not measured (budget): may come back
+      n.order = 0;
+      break;
   }
   Rescore();
 }
@@ -528,7 +546,7 @@ std::string Planner::Save() const {
   json foreign = json::array();
   for (const Observation& o : foreign_) {
     foreign.push_back({{"idea", o.candidate.idea}, {"delta", o.candidate.delta.values()},
-                       {"verdict", o.verdict}, {"gain", o.gain}, {"failure_kind", o.failure_kind}});
+                       {"verdict", std::string(VerdictName(o.verdict))}, {"gain", o.gain}, {"failure_kind", o.failure_kind}});
   }
   j["foreign"] = foreign;
   json dom = json::array();
@@ -570,7 +588,7 @@ Status Planner::Load(const std::string& saved) {
       Observation x;
       x.candidate.idea = o.value("idea", "");
       for (const auto& [k, v] : o.at("delta").get<std::map<std::string, std::string>>()) x.candidate.delta.Set(k, v);
-      x.verdict = o.value("verdict", "");
+      HONE_ASSIGN_OR_RETURN(x.verdict, ParseVerdict(o.value("verdict", "")));
       x.gain = o.value("gain", 0.0);
       x.failure_kind = o.value("failure_kind", "");
       foreign_.push_back(std::move(x));

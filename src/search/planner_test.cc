@@ -59,13 +59,13 @@ class PlannerTest : public ::testing::Test {
   }
   std::unique_ptr<Planner> Make(PlannerOptions o = {}) { return std::make_unique<Planner>(catalog_, heuristics_, o); }
   // Proposes, then reports `verdict` with `gain` the way the coordinator does.
-  Candidate Step(Planner& p, const std::string& verdict, double gain, const std::string& failure = "") {
+  Candidate Step(Planner& p, Verdict verdict, double gain, const std::string& failure = "") {
     auto c = p.Next(ctx_);
     EXPECT_TRUE(c.has_value());
     if (!c) return {};
     Config full = ctx_.best.Merged(c->delta);
     ctx_.tried.insert(full.Hash());
-    if (verdict == "KEEP") ctx_.best = full;
+    if (verdict == Verdict::kKeep) ctx_.best = full;
     p.Observe({*c, full, verdict, gain, failure});
     return *c;
   }
@@ -145,7 +145,7 @@ TEST_F(PlannerTest, DeviceMultipliersReorderTheCategoriesOnAGpu) {
 
 TEST_F(PlannerTest, RescoringAfterAnObservationMovesTheNumericModel) {
   auto p = Make({.domain = {.only = {"threads"}}});
-  Candidate first = Step(*p, "REVERT", -0.40);  // a much worse thread count
+  Candidate first = Step(*p, Verdict::kRevert, -0.40);  // a much worse thread count
   auto first_value = *NumericValue(first.delta.values().begin()->second);
   // The GP now expects values on the same side to be bad too: the next idea lies on
   // the other side of the stock value (8).
@@ -157,7 +157,7 @@ TEST_F(PlannerTest, RescoringAfterAnObservationMovesTheNumericModel) {
 
 TEST_F(PlannerTest, AWinDoublesDownOnItsNeighbours) {
   auto p = Make({.domain = {.only = {"ubatch"}}});
-  Candidate c = Step(*p, "KEEP", 0.20);
+  Candidate c = Step(*p, Verdict::kKeep, 0.20);
   const IdeaNode* kept = Node(*p, c.idea, IdeaState::kKept);
   ASSERT_NE(kept, nullptr);
   double won = *NumericValue(kept->value);
@@ -189,7 +189,7 @@ TEST_F(PlannerTest, FixedDomainsReparentNeighboursInsteadOfInventingValues) {
   auto p = Make(o);
   ctx_.stock = Config{{"ubatch", "512"}};
   ctx_.best = ctx_.stock;
-  Candidate c = Step(*p, "KEEP", 0.2);
+  Candidate c = Step(*p, Verdict::kKeep, 0.2);
   const IdeaNode* kept = Node(*p, c.idea, IdeaState::kKept);
   ASSERT_NE(kept, nullptr);
   for (const IdeaNode& n : p->tree().nodes()) EXPECT_NE(n.origin, "expansion") << n.key;
@@ -212,7 +212,7 @@ TEST_F(PlannerTest, LaunchFailuresHalveTheKnobsOtherIdeas) {
   auto fresh = Make({.domain = {.only = {"threads"}}});
   ProposalContext ctx = ctx_;
   ASSERT_TRUE(fresh->Next(ctx));
-  Candidate c = Step(*p, "LAUNCH_FAILED", 0, "crashed");
+  Candidate c = Step(*p, Verdict::kLaunchFailed, 0, "crashed");
   const IdeaNode* failed = Node(*p, c.idea, IdeaState::kFailed);
   ASSERT_NE(failed, nullptr);
   EXPECT_NE(failed->note.find("crashed"), std::string::npos);
@@ -230,7 +230,7 @@ TEST_F(PlannerTest, LaunchFailuresHalveTheKnobsOtherIdeas) {
 TEST_F(PlannerTest, ABadFlagPrunesEveryValueOfTheKnob) {
   auto p = Make({.domain = {.only = {"ubatch", "fa"}}});
   ctx_.baseline_metrics = {{"queue_depth_mean", 2.0}};  // batching first
-  Candidate c = Step(*p, "LAUNCH_FAILED", 0, "bad_flag");
+  Candidate c = Step(*p, Verdict::kLaunchFailed, 0, "bad_flag");
   ASSERT_TRUE(c.idea.starts_with("ubatch=")) << c.idea;
   int pruned = 0;
   for (const IdeaNode& n : p->tree().nodes()) {
@@ -275,11 +275,11 @@ TEST_F(PlannerTest, AKeepReopensRejectedValuesOfInteractingKnobs) {
     ctx_.tried.insert(full.Hash());
     if (c->idea.starts_with("kv=")) {
       ctx_.best = full;
-      p->Observe({*c, full, "KEEP", 0.25, ""});
+      p->Observe({*c, full, Verdict::kKeep, 0.25, ""});
       break;
     }
     rejected.insert(c->idea);
-    p->Observe({*c, full, "REVERT", -0.02, ""});
+    p->Observe({*c, full, Verdict::kRevert, -0.02, ""});
   }
   ASSERT_FALSE(rejected.empty());
   int reopened = 0;
@@ -303,7 +303,7 @@ TEST_F(PlannerTest, ConflictingCandidatesAreNeverProposed) {
     Config full = ctx_.best.Merged(c->delta);
     EXPECT_OK(catalog_.Validate(full));
     ctx_.tried.insert(full.Hash());
-    p->Observe({*c, full, "REVERT", -0.01, ""});
+    p->Observe({*c, full, Verdict::kRevert, -0.01, ""});
   }
   bool pruned = false;
   for (const IdeaNode& n : p->tree().nodes()) {
@@ -329,7 +329,7 @@ TEST_F(PlannerTest, HeadroomCapsExpectedGainsAndStopsTheSearchAtTheRoof) {
 
 TEST_F(PlannerTest, NearMissesGetAnotherLookAndLosersDoNot) {
   auto p = Make({.domain = {.only = {"kv"}}});
-  Candidate c = Step(*p, "REVERT", -0.01);  // within noise
+  Candidate c = Step(*p, Verdict::kRevert, -0.01);  // within noise
   const IdeaNode* retest = nullptr;
   for (const IdeaNode& n : p->tree().nodes()) {
     if (n.key == c.idea && n.origin == "retest" && n.state == IdeaState::kOpen) retest = &n;
@@ -339,7 +339,7 @@ TEST_F(PlannerTest, NearMissesGetAnotherLookAndLosersDoNot) {
   auto q = Make({.domain = {.only = {"kv"}}});
   ctx_.tried.clear();
   ctx_.best = {};
-  Candidate d = Step(*q, "REVERT", -0.6);  // clearly worse
+  Candidate d = Step(*q, Verdict::kRevert, -0.6);  // clearly worse
   ASSERT_EQ(c.idea, d.idea);
   for (const IdeaNode& n : q->tree().nodes()) {
     if (n.key == d.idea && n.origin == "retest" && n.state == IdeaState::kOpen) {
@@ -360,7 +360,7 @@ TEST_F(PlannerTest, AWarmReplaysMeasurementBecomesTheIdeasFirstLook) {
   replay.idea = "warm-replay:recipe-1";
   replay.delta = Config{{"kv", "q8_0"}};
   Config full = ctx_.best.Merged(replay.delta);
-  p->Observe({replay, full, "INCONCLUSIVE", 0.12, ""});  // before the first Next()
+  p->Observe({replay, full, Verdict::kInconclusive, 0.12, ""});  // before the first Next()
   ctx_.tried.insert(full.Hash());
   // Buffered across a save and a restore (a crash between the prelude and the search).
   auto q = Make(o);
@@ -376,7 +376,7 @@ TEST_F(PlannerTest, AWarmReplaysMeasurementBecomesTheIdeasFirstLook) {
       Config f = ctx.best.Merged(c->delta);
       retested = c->idea == "kv=q8_0";
       ctx.tried.insert(f.Hash());
-      if (!retested) x->Observe({*c, f, "REVERT", -0.3, ""});
+      if (!retested) x->Observe({*c, f, Verdict::kRevert, -0.3, ""});
     }
     EXPECT_TRUE(retested) << x->Describe();
     first = Node(*x, "kv=q8_0", IdeaState::kInconclusive);
@@ -387,7 +387,7 @@ TEST_F(PlannerTest, AWarmReplaysMeasurementBecomesTheIdeasFirstLook) {
   // A measurement of several knobs, or of a knob outside the domain, changes nothing.
   auto r = Make(o);
   replay.delta = Config{{"kv", "q8_0"}, {"threads", "4"}};
-  r->Observe({replay, ctx_.best.Merged(replay.delta), "REVERT", -0.1, ""});
+  r->Observe({replay, ctx_.best.Merged(replay.delta), Verdict::kRevert, -0.1, ""});
   auto c = r->Next(ctx_);
   ASSERT_TRUE(c);
   EXPECT_EQ(Node(*r, "threads=4", IdeaState::kReverted), nullptr);
@@ -396,9 +396,9 @@ TEST_F(PlannerTest, AWarmReplaysMeasurementBecomesTheIdeasFirstLook) {
 
 TEST_F(PlannerTest, StateRoundTripsAndDescribeShowsTheTree) {
   auto p = Make();
-  Step(*p, "KEEP", 0.12);
-  Step(*p, "REVERT", -0.05);
-  Step(*p, "LAUNCH_FAILED", 0, "out_of_memory");
+  Step(*p, Verdict::kKeep, 0.12);
+  Step(*p, Verdict::kRevert, -0.05);
+  Step(*p, Verdict::kLaunchFailed, 0, "out_of_memory");
   std::string saved = p->Save();
   auto q = Make();
   ASSERT_OK(q->Load(saved));

@@ -17,6 +17,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/verdict.h"
 
 namespace hone::search {
 
@@ -54,7 +55,7 @@ struct ProposalContext {
 struct Observation {
   Candidate candidate;
   Config config;
-  std::string verdict;       // KEEP | REVERT | INCONCLUSIVE | SCREENED_OUT | LAUNCH_FAILED | ACCURACY_FAILED | INVALID
+  Verdict verdict = Verdict::kPending;  // the candidate's final verdict (core/verdict.h)
   double gain = 0;
   std::string failure_kind;
 };

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "measure/verdict.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"
@@ -68,7 +68,7 @@ class CoordinatorTest : public ::testing::Test {
   }
   std::vector<std::string> PhaseOrder(const SessionState& s) {
     std::vector<std::string> out;
-    for (const auto& p : s.phases) out.push_back(p.phase + ":" + p.status);
+    for (const auto& p : s.phases) out.push_back(std::string(PhaseName(p.phase)) + ":" + std::string(PhaseStatusName(p.status)));
     return out;
   }
 
@@ -82,19 +82,19 @@ TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
   exec_.factors = {{"speed=fast", 1.20}, {"speed=slow", 0.6}, {"flag=x", 1.0}};
   ListProposer p({"speed=slow", "flag=x", "speed=fast"});
   SessionState s = Run(Spec(), &p);
-  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.phase, session::Phase::kDone);
   EXPECT_EQ(s.best.ToString(), "speed=fast");
   ASSERT_EQ(s.candidates.size(), 3u);
-  EXPECT_EQ(s.candidates[0].verdict, "SCREENED_OUT");  // 40% slower: one trial
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kScreenedOut);  // 40% slower: one trial
   EXPECT_EQ(s.candidates[0].candidate_trials.size(), 0u);
-  EXPECT_EQ(s.candidates[1].verdict, "REVERT");
-  EXPECT_EQ(s.candidates[2].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kRevert);
+  EXPECT_EQ(s.candidates[2].verdict, Verdict::kKeep);
   EXPECT_NEAR(s.candidates[2].gain, 0.20, 0.02);
   EXPECT_EQ(s.candidates[2].incumbent_trials.size(), 3u);
   EXPECT_TRUE(s.validated);
   EXPECT_NEAR(s.validated_gain, 0.20, 0.02);
   EXPECT_GT(s.validated_lo, 1.1);
-  EXPECT_EQ(s.validation_verdict, "KEEP");
+  EXPECT_EQ(s.validation_verdict, Verdict::kKeep);
   EXPECT_EQ(s.validation_trials.size(), 6u);
   EXPECT_NEAR(s.baseline_objective, 100, 2);
   EXPECT_EQ(s.baseline_trials.size(), 2u);
@@ -129,7 +129,7 @@ TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
 // whose A/A pairs kept differing by more than 10% spent its whole budget on them.)
 TEST_F(CoordinatorTest, ANoisyHostGetsAtMostTwoExtraAAPairs) {
   exec_.factors = {{"speed=fast", 1.5}};
-  exec_.adjust = [](const measure::TrialRequest& req, double v) { return req.role == "aa" ? v * 1.3 : v; };
+  exec_.adjust = [](const measure::TrialRequest& req, double v) { return req.role == measure::TrialRole::kAa ? v * 1.3 : v; };
   ListProposer p({"speed=fast"});
   spec::SessionSpec spec = Spec();
   SessionState s = Run(spec, &p);
@@ -137,7 +137,7 @@ TEST_F(CoordinatorTest, ANoisyHostGetsAtMostTwoExtraAAPairs) {
   EXPECT_EQ(s.baseline_trials.size(), s.aa_trials.size());
   EXPECT_GT(s.noise_floor, 0.10);
   ASSERT_EQ(s.candidates.size(), 1u);  // the search still ran
-  EXPECT_NE(s.candidates[0].verdict, "PENDING");
+  EXPECT_NE(s.candidates[0].verdict, Verdict::kPending);
 }
 
 // One failed stock trial in the prelude (a busy host) is measured again; a second
@@ -150,7 +150,7 @@ TEST_F(CoordinatorTest, AFailedStockTrialIsRetriedOnce) {
   EXPECT_EQ(s.aa_trials.size(), 2u);
   EXPECT_EQ(std::find(s.aa_trials.begin(), s.aa_trials.end(), "t0003"), s.aa_trials.end());
   ASSERT_EQ(s.candidates.size(), 1u);
-  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
 
   auto d = sys::TempDir::Create("hone-coord");
   ASSERT_TRUE(d);
@@ -170,12 +170,12 @@ TEST_F(CoordinatorTest, AFailedStockTrialIsRetriedOnce) {
 // value ten times the real one, and no KEEP follows from it. A second fault leaves
 // the candidate INVALID, and the session still closes.
 TEST_F(CoordinatorTest, FaultedTrialsAreRetriedOnceAndNeverKept) {
-  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == "candidate" && r.retry_of.empty(); };
+  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == measure::TrialRole::kCandidate && r.retry_of.empty(); };
   ListProposer p({"speed=same"});
   SessionState s = Run(Spec(), &p);
   ASSERT_EQ(s.candidates.size(), 1u);
   const CandidateRecord& c = s.candidates[0];
-  EXPECT_NE(c.verdict, "KEEP") << c.reason;
+  EXPECT_NE(c.verdict, Verdict::kKeep) << c.reason;
   ASSERT_FALSE(c.candidate_trials.empty());
   for (double v : c.candidate_values) EXPECT_LT(v, 200);  // never the faulted value
   for (const std::string& id : c.candidate_trials) {
@@ -195,12 +195,12 @@ TEST_F(CoordinatorTest, FaultedTrialsAreRetriedOnceAndNeverKept) {
   ASSERT_TRUE(d);
   dir_ = std::move(*d);
   exec_.run_dir = dir_->path().string();
-  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == "candidate"; };
+  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == measure::TrialRole::kCandidate; };
   exec_.factors = {{"speed=fast", 1.5}};
   ListProposer q({"speed=fast"});
   SessionState t = Run(Spec(), &q);
   ASSERT_EQ(t.candidates.size(), 1u);
-  EXPECT_EQ(t.candidates[0].verdict, "INVALID");
+  EXPECT_EQ(t.candidates[0].verdict, Verdict::kInvalid);
   EXPECT_NE(t.candidates[0].reason.find("faulted"), std::string::npos) << t.candidates[0].reason;
   EXPECT_TRUE(t.BestIsStock());
   EXPECT_EQ(closer_.calls, 2);
@@ -213,7 +213,7 @@ TEST_F(CoordinatorTest, AFullDiskStopsTheSessionToBeResumed) {
   exec_.factors = {{"speed=fast", 1.3}};
   bool full = true;
   exec_.error_if = [&](const measure::TrialRequest& r) -> std::optional<Error> {
-    if (!full || r.role != "candidate") return std::nullopt;
+    if (!full || r.role != measure::TrialRole::kCandidate) return std::nullopt;
     return Error{ErrorCode::kResourceExhausted, "cannot write outcome.json: No space left on device",
                  {{"no_space", "true"}}};
   };
@@ -230,13 +230,13 @@ TEST_F(CoordinatorTest, AFullDiskStopsTheSessionToBeResumed) {
   EXPECT_TRUE(sys::IsNoSpace(out.error()));
   EXPECT_EQ(closer_.calls, 0);
   ASSERT_OK_AND_ASSIGN(SessionState saved, LoadState(dir_->path().string()));
-  EXPECT_NE(saved.phase, "done");
+  EXPECT_NE(saved.phase, Phase::kDone);
   full = false;
   ListProposer q({"speed=fast"});
   SessionState s = Run(spec, &q, &saved);
-  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.phase, Phase::kDone);
   ASSERT_EQ(s.candidates.size(), 1u);
-  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
 }
 
 // Close validation is sequential: a burst of noise in its first pairs leaves the
@@ -247,16 +247,16 @@ TEST_F(CoordinatorTest, CloseValidationAddsPairsWhileInconclusive) {
   int validate_b = 0;
   const std::vector<double> burst = {1.6, 0.85, 1.35};  // the best's first three validation trials
   exec_.adjust = [&](const measure::TrialRequest& req, double v) {
-    if (req.role != "validate" || !req.config.Has("speed")) return v;
+    if (req.role != measure::TrialRole::kValidate || !req.config.Has("speed")) return v;
     int k = validate_b++;
     return k < static_cast<int>(burst.size()) ? v * burst[static_cast<size_t>(k)] : v;
   };
   ListProposer p({"speed=fast"});
   SessionState s = Run(Spec(), &p);
   ASSERT_EQ(s.candidates.size(), 1u);
-  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
   EXPECT_TRUE(s.validated);
-  EXPECT_EQ(s.validation_verdict, "KEEP");
+  EXPECT_EQ(s.validation_verdict, Verdict::kKeep);
   EXPECT_GT(s.validation_trials.size(), 6u);   // more than min_pairs pairs
   EXPECT_LE(s.validation_trials.size(), 18u);  // never more than max_pairs
   EXPECT_EQ(s.validation_trials.size() % 2, 0u);
@@ -272,7 +272,7 @@ TEST_F(CoordinatorTest, CloseValidationAddsPairsWhileInconclusive) {
   b.resize(3);
   measure::VerdictInput in{a, b, true, Spec().measurement.min_gain, s.noise_floor, Spec().measurement.confidence};
   in.looks = 3;
-  EXPECT_EQ(measure::Judge(in).verdict, measure::Verdict::kInconclusive);
+  EXPECT_EQ(measure::Judge(in).verdict, Verdict::kInconclusive);
 }
 
 TEST_F(CoordinatorTest, BudgetIsHard) {
@@ -284,7 +284,7 @@ TEST_F(CoordinatorTest, BudgetIsHard) {
   SessionState s = Run(Spec(400), &p);
   double used = static_cast<double>(clock_.WallMicros() - start) * 1e-6;
   EXPECT_LE(used, 400 * 1.02) << "used " << used << " s of a 400 s budget";
-  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.phase, session::Phase::kDone);
   EXPECT_EQ(s.stop_reason, "budget");
   EXPECT_EQ(closer_.calls, 1);
 }
@@ -386,10 +386,12 @@ class FakePatchLane final : public PatchLane {
   }
   Result<PatchResult> Try(const PatchIdea& idea, const std::function<Result<bool>(const std::string&)>& measure) override {
     tried.push_back(idea.id);
-    if (idea.id == "broken") return PatchResult{"build_failed", "compile error in server.cpp", "", "1 file", "build.failed", 3};
+    if (idea.id == "broken") {
+      return PatchResult{PatchStatus::kBuildFailed, "compile error in server.cpp", "", "1 file", "build.failed", 3};
+    }
     HONE_ASSIGN_OR_RETURN(bool keep, measure("/builds/" + idea.id + "/llama-server"));
-    return PatchResult{keep ? "kept" : "reverted", keep ? "committed" : "reset", keep ? "/kept/" + idea.id : "",
-                       "1 file changed", "", 5};
+    return PatchResult{keep ? PatchStatus::kKept : PatchStatus::kReverted, keep ? "committed" : "reset",
+                       keep ? "/kept/" + idea.id : "", "1 file changed", "", 5};
   }
   std::vector<std::string> tried;
 };
@@ -409,19 +411,19 @@ TEST_F(CoordinatorTest, PatchesAreMeasuredAndKeptOnlyWhenFaster) {
   ASSERT_OK(s);
   EXPECT_EQ(lane.tried, (std::vector<std::string>{"fast", "slow", "broken"}));
   ASSERT_EQ(s->candidates.size(), 3u);
-  EXPECT_EQ(s->candidates[0].verdict, "KEEP");
+  EXPECT_EQ(s->candidates[0].verdict, Verdict::kKeep);
   EXPECT_FALSE(s->candidates[0].accuracy.empty());  // new code is always accuracy-checked
-  EXPECT_EQ(s->candidates[1].verdict, "REVERT");
+  EXPECT_EQ(s->candidates[1].verdict, Verdict::kRevert);
   EXPECT_EQ(s->candidates[1].incumbent_binary, "/kept/fast");  // measured against the kept patch
-  EXPECT_EQ(s->candidates[2].verdict, "BUILD_FAILED");
+  EXPECT_EQ(s->candidates[2].verdict, Verdict::kBuildFailed);
   EXPECT_EQ(s->server_binary, "/kept/fast");
   EXPECT_TRUE(s->validated);
   EXPECT_NEAR(s->validated_gain, 0.25, 0.03);  // stock on the provisioned build vs best on the patch
   // Validation ran the stock config on the provisioned binary and the best on the patch.
   bool stock_on_provisioned = false, best_on_patch = false;
   for (const auto& t : exec_.ran) {
-    if (t.role == "validate" && t.server_binary.empty()) stock_on_provisioned = true;
-    if (t.role == "validate" && t.server_binary == "/kept/fast") best_on_patch = true;
+    if (t.role == measure::TrialRole::kValidate && t.server_binary.empty()) stock_on_provisioned = true;
+    if (t.role == measure::TrialRole::kValidate && t.server_binary == "/kept/fast") best_on_patch = true;
   }
   EXPECT_TRUE(stock_on_provisioned && best_on_patch);
 }
@@ -434,8 +436,8 @@ TEST_F(CoordinatorTest, CriticCanOnlyMakeVerdictsMoreConservative) {
   svc.proposer = &p;
   svc.clock = &clock_;
   std::vector<std::string> reviewed;
-  svc.critic = [&](const CandidateRecord& c) -> Result<CriticNote> {
-    reviewed.push_back(c.id + ":" + c.verdict);
+  svc.critic = [&](const CandidateRecord& c, Verdict measured) -> Result<CriticNote> {
+    reviewed.push_back(c.id + ":" + std::string(VerdictName(measured)));
     // Refuses b=1 (a measured KEEP) and approves everything else, even the loss.
     return CriticNote{c.delta.Has("b") ? false : true, c.delta.Has("b") ? "gain suspicious" : "fine", "", "sig"};
   };
@@ -444,10 +446,10 @@ TEST_F(CoordinatorTest, CriticCanOnlyMakeVerdictsMoreConservative) {
   Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
   ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
   ASSERT_EQ(s.candidates.size(), 3u);
-  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
-  EXPECT_EQ(s.candidates[1].verdict, "REVERT");  // refused by the critic
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kRevert);  // refused by the critic
   EXPECT_NE(s.candidates[1].reason.find("critic refused: gain suspicious"), std::string::npos);
-  EXPECT_EQ(s.candidates[2].verdict, "REVERT");  // an approval cannot keep a loss
+  EXPECT_EQ(s.candidates[2].verdict, Verdict::kRevert);  // an approval cannot keep a loss
   EXPECT_EQ(s.best.ToString(), "a=1");
   EXPECT_EQ(reviewed.size(), 3u);
   EXPECT_NE(s.candidates[0].critic.find("approved"), std::string::npos);
@@ -459,7 +461,7 @@ TEST_F(CoordinatorTest, TrialLimitStops) {
   spec.budget.max_trials = 12;
   SessionState s = Run(spec, &p);
   EXPECT_LE(s.trials_run, 12);
-  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.phase, session::Phase::kDone);
 }
 
 TEST_F(CoordinatorTest, EnablementClimbsTheLadder) {
@@ -471,8 +473,8 @@ TEST_F(CoordinatorTest, EnablementClimbsTheLadder) {
   EXPECT_EQ(s.stock.ToString(), "ctx=small");
   EXPECT_EQ(s.stock_note, "enabled with ctx=small after out_of_memory");
   ASSERT_GE(s.candidates.size(), 2u);
-  EXPECT_EQ(s.candidates[0].verdict, "LAUNCH_FAILED");  // ctx=big
-  EXPECT_EQ(s.candidates[1].verdict, "KEEP");           // ctx=small
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kLaunchFailed);  // ctx=big
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kKeep);           // ctx=small
   EXPECT_EQ(s.baseline_trials.size(), 2u);
 }
 
@@ -482,10 +484,10 @@ TEST_F(CoordinatorTest, StockThatNeverLaunchesStillCloses) {
   spec::SessionSpec spec = Spec();
   spec.target.base_config = Config{{"model", "bad"}};
   SessionState s = Run(spec, &p);
-  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.phase, session::Phase::kDone);
   EXPECT_NE(s.stop_reason.find("does not launch (model_load)"), std::string::npos) << s.stop_reason;
   EXPECT_EQ(closer_.calls, 1);
-  EXPECT_TRUE(s.candidates.empty() || s.candidates[0].phase == "enablement");
+  EXPECT_TRUE(s.candidates.empty() || s.candidates[0].phase == CandidatePhase::kEnablement);
 }
 
 TEST_F(CoordinatorTest, FasterButInaccurateIsNotKept) {
@@ -494,9 +496,9 @@ TEST_F(CoordinatorTest, FasterButInaccurateIsNotKept) {
   ListProposer p({"weights=q4_0", "weights=q8_0"});
   SessionState s = Run(Spec(), &p);
   ASSERT_GE(s.candidates.size(), 2u);
-  EXPECT_EQ(s.candidates[0].verdict, "ACCURACY_FAILED");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kAccuracyFailed);
   EXPECT_TRUE(s.candidates[0].incumbent_trials.empty());  // rejected before any pair
-  EXPECT_EQ(s.candidates[1].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kKeep);
   EXPECT_EQ(s.best.ToString(), "weights=q8_0");
 }
 
@@ -512,7 +514,7 @@ class FakeWarmStart final : public WarmStart {
   }
   std::string RecordReplay(const WarmCandidate& c, const ReplayResult& r) override {
     char buf[96];
-    std::snprintf(buf, sizeof buf, "%lld:%s:%.2f:%zu", static_cast<long long>(c.recipe_id), r.verdict.c_str(), r.gain,
+    std::snprintf(buf, sizeof buf, "%lld:%s:%.2f:%zu", static_cast<long long>(c.recipe_id), std::string(VerdictName(r.verdict)).c_str(), r.gain,
                   r.trial_ids.size());
     replays.push_back(buf);
     return "judged by the fake knowledge base";
@@ -537,7 +539,7 @@ class WarmCoordinatorTest : public CoordinatorTest {
   }
   std::vector<std::string> Roles(size_t n) {
     std::vector<std::string> out;
-    for (size_t i = 0; i < std::min(n, exec_.ran.size()); ++i) out.push_back(exec_.ran[i].role);
+    for (size_t i = 0; i < std::min(n, exec_.ran.size()); ++i) out.push_back(std::string(measure::TrialRoleName(exec_.ran[i].role)));
     return out;
   }
   FakeWarmStart warm_;
@@ -555,8 +557,8 @@ TEST_F(WarmCoordinatorTest, TheReplayRidesAlongTheBaselineAndIsJudgedOnItsPairs)
                                                  "baseline", "replay", "aa"}));
   ASSERT_FALSE(s.candidates.empty());
   const CandidateRecord& r = s.candidates[0];
-  EXPECT_EQ(r.phase, "prelude");
-  EXPECT_EQ(r.verdict, "KEEP");
+  EXPECT_EQ(r.phase, CandidatePhase::kPrelude);
+  EXPECT_EQ(r.verdict, Verdict::kKeep);
   EXPECT_NEAR(r.gain, 0.30, 0.03);
   EXPECT_EQ(r.incumbent_trials, s.baseline_trials);  // each B paired with its A1
   EXPECT_EQ(r.candidate_trials.size(), 3u);
@@ -580,14 +582,14 @@ TEST_F(WarmCoordinatorTest, TooFewSharedPairsAreExtendedWithOrdinaryOnes) {
   ListProposer p({});
   SessionState s = RunWarm(Spec(), &p);  // aa_pairs 2 < min_pairs 3
   const CandidateRecord& r = s.candidates[0];
-  EXPECT_EQ(r.verdict, "KEEP");
+  EXPECT_EQ(r.verdict, Verdict::kKeep);
   ASSERT_EQ(r.candidate_trials.size(), 3u);
   EXPECT_EQ(r.incumbent_trials[0], s.baseline_trials[0]);
   EXPECT_EQ(r.incumbent_trials[1], s.baseline_trials[1]);
   EXPECT_EQ(std::count(r.incumbent_trials.begin(), r.incumbent_trials.end(), r.incumbent_trials[2]), 1);
   for (const auto& t : exec_.ran) {
     if (t.id == r.incumbent_trials[2]) {
-      EXPECT_EQ(t.role, "incumbent");
+      EXPECT_EQ(t.role, measure::TrialRole::kIncumbent);
     }
   }
 }
@@ -597,11 +599,11 @@ TEST_F(WarmCoordinatorTest, ARecipeThatDoesNotLaunchLeavesTheBaselineWhole) {
   warm_.recipe = WarmCandidate{Config{{"weights", "bad"}}, 0.20, "direct hit", 4};
   ListProposer p({});
   SessionState s = RunWarm(Spec(), &p);
-  EXPECT_EQ(s.candidates[0].verdict, "LAUNCH_FAILED");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kLaunchFailed);
   EXPECT_EQ(s.baseline_trials.size(), 2u);
   EXPECT_EQ(s.aa_trials.size(), 2u);
   int replays = 0;
-  for (const auto& t : exec_.ran) replays += t.role == "replay";
+  for (const auto& t : exec_.ran) replays += t.role == measure::TrialRole::kReplay;
   EXPECT_EQ(replays, 1);  // tried once, then the baseline went on alone
   EXPECT_EQ(s.best, s.stock);
   ASSERT_EQ(warm_.replays.size(), 1u);
@@ -623,9 +625,9 @@ TEST_F(CoordinatorTest, LaunchFailuresAreOutcomes) {
   exec_.factors = {{"good=1", 1.25}};
   ListProposer p({"bad=1", "good=1"});
   SessionState s = Run(Spec(), &p);
-  EXPECT_EQ(s.candidates[0].verdict, "LAUNCH_FAILED");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kLaunchFailed);
   EXPECT_EQ(s.candidates[0].failure_kind, "bad_flag");
-  EXPECT_EQ(s.candidates[1].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kKeep);
   EXPECT_EQ(p.observed[0], "bad=1:LAUNCH_FAILED");
 }
 
@@ -639,12 +641,136 @@ TEST_F(CoordinatorTest, SweepRunsOverTheGridAndSkipsWhenUnchanged) {
   ASSERT_EQ(s.sweep.size(), 2u);
   EXPECT_EQ(s.sweep[0].concurrency, 1);
   EXPECT_EQ(s.sweep[1].concurrency, 4);
-  EXPECT_EQ(s.sweep[0].verdict, "KEEP");
+  EXPECT_EQ(s.sweep[0].verdict, Verdict::kKeep);
   EXPECT_EQ(s.sweep[0].best_config, "a=1");
   EXPECT_EQ(s.sweep[0].stock_trials.size(), 3u);
   int sweeps_done = 0;
-  for (const auto& ph : s.phases) sweeps_done += ph.phase == "sweep" && ph.status == "done";
+  for (const auto& ph : s.phases) sweeps_done += ph.phase == Phase::kSweep && ph.status == PhaseStatus::kDone;
   EXPECT_EQ(sweeps_done, 1);  // the second cycle changed nothing: its sweep was skipped
+}
+
+// A kernel lane that dies as the kernel phase starts: the session is killed right
+// after its framework phase, with the state saved in phase "kernel".
+class DyingKernelLane final : public KernelLane {
+ public:
+  Result<std::vector<search::Candidate>> Propose(const SessionState&, std::string*) override { _exit(0); }
+};
+
+// The KEEPs that earn another cycle are counted from the saved candidates: a session
+// resumed after its framework phase still cycles (it used to close as "converged").
+TEST_F(CoordinatorTest, ASessionResumedAfterTheFrameworkPhaseStillCycles) {
+  exec_.factors = {{"a=1", 1.3}};
+  spec::SessionSpec spec = Spec();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ListProposer p({"a=1"});
+    DyingKernelLane lane;
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = &p;
+    svc.clock = &clock_;
+    svc.kernel = &lane;
+    Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+    (void)c.Run();
+    _exit(1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_OK_AND_ASSIGN(SessionState killed, LoadState(dir_->path().string()));
+  ASSERT_EQ(killed.phase, Phase::kKernel);
+  ASSERT_EQ(killed.candidates.size(), 1u);
+  ASSERT_EQ(killed.candidates[0].verdict, Verdict::kKeep);
+  ListProposer p({"a=1"});
+  SessionState s = Run(spec, &p, &killed);
+  EXPECT_EQ(s.cycle, 2);  // cycle 1 gained: cycle 2 ran (and found nothing more)
+  EXPECT_EQ(s.stop_reason, "converged: the last cycle found no gain");
+  EXPECT_EQ(s.best.ToString(), "a=1");
+}
+
+// The enablement ladder's rungs that change numerics (a KV cache type) are
+// accuracy-checked before one becomes the stock; they used to become it unchecked.
+TEST_F(CoordinatorTest, AnEnablementRungThatChangesNumericsIsAccuracyChecked) {
+  exec_.crashes = {{"kv=f16", "out_of_memory"}};
+  exec_.inaccurate = {"kv=q4"};
+  ListProposer p({});
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.risky = [](const Config& d) { return d.Has("kv"); };
+  svc.enablement = [](const std::string&) {
+    return std::vector<Config>{Config{{"kv", "q4"}}, Config{{"kv", "q8"}, {"ctx", "small"}}};
+  };
+  spec::SessionSpec spec = Spec();
+  spec.target.base_config = Config{{"kv", "f16"}, {"ctx", "big"}};
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_GE(s.candidates.size(), 2u);
+  EXPECT_EQ(s.candidates[0].delta.ToString(), "kv=q4");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kAccuracyFailed);  // launches, but changes the outputs
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kKeep);
+  EXPECT_TRUE(s.candidates[1].accuracy_passed);
+  EXPECT_FALSE(s.candidates[1].accuracy.empty());
+  EXPECT_EQ(s.stock.ToString(), "ctx=small kv=q8");
+  // The reference it was checked against: the stock with the rung's knobs that keep
+  // the numerics (the closest configuration that does not change them).
+  ASSERT_FALSE(exec_.references.empty());
+  EXPECT_EQ(exec_.references.front().ToString(), "ctx=big kv=f16");
+
+  // When that reference cannot start either, the rung is taken unchecked and says so
+  // (the report lists it as kept without an accuracy check).
+  auto d = sys::TempDir::Create("hone-coord");
+  ASSERT_TRUE(d);
+  dir_ = std::move(*d);
+  exec_.run_dir = dir_->path().string();
+  exec_.reference_launches = false;
+  ListProposer q({});
+  svc.proposer = &q;
+  Coordinator again(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  ASSERT_OK_AND_ASSIGN(SessionState t, again.Run());
+  ASSERT_GE(t.candidates.size(), 1u);
+  EXPECT_EQ(t.candidates[0].verdict, Verdict::kKeep);
+  EXPECT_FALSE(t.candidates[0].accuracy_passed);
+  EXPECT_EQ(t.candidates[0].accuracy.rfind("not checked: the reference ctx=big kv=f16 did not start", 0), 0u)
+      << t.candidates[0].accuracy;
+  EXPECT_EQ(t.stock.ToString(), "ctx=big kv=q4");
+}
+
+// A comparison cut short by the budget after min_pairs is judged on what it measured;
+// a KEEP reached that way still faces the critic and the accuracy gate (it used to be
+// kept without either).
+TEST_F(CoordinatorTest, AKeepCutShortByTheBudgetStillFacesTheCriticAndTheAccuracyGate) {
+  exec_.noise = 0;
+  exec_.factors = {{"a=1", 1.0}};
+  exec_.inaccurate = {"a=1"};
+  int k = 0;
+  const double gains[] = {1.246, 1.1275, 1.185, 1.185, 1.185};  // undecided at 3 pairs, a KEEP at 4
+  exec_.adjust = [&](const measure::TrialRequest& req, double v) {
+    return req.role == measure::TrialRole::kCandidate ? v * gains[std::min(k++, 4)] : v;
+  };
+  ListProposer p({"a=1"});
+  int reviews = 0;
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.critic = [&](const CandidateRecord&, Verdict) -> Result<CriticNote> {
+    ++reviews;
+    return CriticNote{true, "fine", "", "sig"};
+  };
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_trials = 14;  // warm-up, 2 A/A pairs, a screen, then room for 4 pairs
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_EQ(s.candidates.size(), 1u);
+  const CandidateRecord& a = s.candidates[0];
+  EXPECT_EQ(a.pairs, 4);
+  EXPECT_EQ(reviews, 1);
+  EXPECT_EQ(a.verdict, Verdict::kAccuracyFailed) << a.reason;
+  EXPECT_NE(a.reason.find("faster but the accuracy gate failed"), std::string::npos) << a.reason;
+  EXPECT_EQ(s.best, s.stock);
 }
 
 // Resume after kill -9 at random points: the coordinator runs in a child process
@@ -686,10 +812,10 @@ TEST(CoordinatorKillTest, ResumesAfterKill9WithNothingLost) {
   std::set<std::string> keeps_seen;
   for (int attempt = 0; attempt < 40; ++attempt) {
     auto before = LoadState(run);
-    if (before && before->phase == "done") break;
+    if (before && before->phase == Phase::kDone) break;
     if (before) {
       for (const auto& c : before->candidates) {
-        if (c.verdict == "KEEP") keeps_seen.insert(c.id + ":" + c.config.ToString());
+        if (c.verdict == Verdict::kKeep) keeps_seen.insert(c.id + ":" + c.config.ToString());
       }
     }
     pid_t child = fork();
@@ -704,13 +830,13 @@ TEST(CoordinatorKillTest, ResumesAfterKill9WithNothingLost) {
     waitpid(child, &status, 0);
   }
   SessionState final = run_session();
-  EXPECT_EQ(final.phase, "done");
+  EXPECT_EQ(final.phase, session::Phase::kDone);
   EXPECT_GE(kills, 3);
   EXPECT_GE(final.trials_run, 20);
   // Every KEEP seen between kills is still a KEEP.
   for (const std::string& k : keeps_seen) {
     bool found = false;
-    for (const auto& c : final.candidates) found = found || ((c.id + ":" + c.config.ToString()) == k && c.verdict == "KEEP");
+    for (const auto& c : final.candidates) found = found || ((c.id + ":" + c.config.ToString()) == k && c.verdict == Verdict::kKeep);
     EXPECT_TRUE(found) << "lost validated result " << k;
   }
   EXPECT_EQ(final.best.ToString(), "a=1 e=1");

@@ -31,7 +31,7 @@ Result<std::vector<search::Candidate>> BackendKernelLane::Propose(const SessionS
   std::string result_path = (dir / "result.json").string();
   HONE_TRY(sys::WriteFileAtomic(package_path, package));
   HONE_ASSIGN_OR_RETURN(kernel::BackendResult r,
-                        kernel::RunBackend({o_.backend, o_.timeout, (dir / "backend.log").string()}, package_path,
+                        kernel::RunBackend({o_.backend, o_.timeout, (dir / "backend.log").string(), o_.runner}, package_path,
                                            result_path));
   // Which ops can be switched on in this framework, and how.
   std::map<std::string, Config> integration;

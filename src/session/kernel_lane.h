@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "session/coordinator.h"
+#include "sys/process.h"
 
 namespace hone::session {
 
@@ -29,6 +30,7 @@ struct KernelLaneOptions {
   std::string device;
   std::string arch;
   std::chrono::milliseconds timeout{std::chrono::hours(1)};
+  sys::ProcessRunner* runner = nullptr;  // runs the backend; the real runner when null
 };
 
 class BackendKernelLane final : public KernelLane {

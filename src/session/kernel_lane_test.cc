@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"
@@ -63,9 +63,9 @@ TEST(KernelLaneTest, ClaimsBecomeMeasuredCandidatesOnlyWhenSwitchable) {
   ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
   ASSERT_EQ(s.candidates.size(), 1u);
   const CandidateRecord& k = s.candidates[0];
-  EXPECT_EQ(k.phase, "kernel");
+  EXPECT_EQ(k.phase, CandidatePhase::kKernel);
   EXPECT_EQ(k.delta.ToString(), "fused_norm=on");
-  EXPECT_EQ(k.verdict, "KEEP");
+  EXPECT_EQ(k.verdict, Verdict::kKeep);
   EXPECT_NEAR(k.gain, 0.04, 0.01);      // the measured gain is what counts
   EXPECT_DOUBLE_EQ(k.predicted_gain, 9.0);  // the backend's claim is only recorded
   EXPECT_NE(s.kernel.find("2 kernels accepted"), std::string::npos) << s.kernel;
@@ -92,7 +92,7 @@ TEST(KernelLaneTest, FailingBackendIsRecordedAndTheSessionGoesOn) {
   spec.target.model.path = "/m.gguf";
   Coordinator c(spec, svc, Coordinator::NewState(spec, o.run_dir, clock));
   ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
-  EXPECT_EQ(s.phase, "done");
+  EXPECT_EQ(s.phase, session::Phase::kDone);
   EXPECT_NE(s.kernel.find("kernel backend failed"), std::string::npos) << s.kernel;
 }
 

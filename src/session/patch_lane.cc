@@ -23,6 +23,8 @@ Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOp
   eo.recipe = lane->options_.recipe;
   eo.jobs = lane->options_.jobs;
   eo.actor = "coordinator";
+  eo.clock = lane->options_.clock;
+  eo.runner = lane->options_.runner;
   HONE_ASSIGN_OR_RETURN(lane->executor_, patch::PatchExecutor::Create(eo, *lane->gate_));
   return lane;
 }
@@ -61,7 +63,7 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
   a.subject = proposal.id;
   auto facts = patch::Summarize(proposal.diff, options_.target, &gate_->rules());
   if (!facts) {
-    out.status = "rejected";
+    out.status = PatchStatus::kRejected;
     out.reason = facts.error().message;
     out.stopped_by = "diff.parse";
     return out;
@@ -84,7 +86,7 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
       if (ec) return Internal("cannot keep the patched binary: " + ec.message());
       kept_binary = dest.string();
     }
-    return patch::Measurement{keep ? patch::Verdict::kKeep : patch::Verdict::kRevert,
+    return patch::Measurement{keep ? Verdict::kKeep : Verdict::kRevert,
                               keep ? "paired verdict KEEP" : "paired verdict did not keep it"};
   };
   HONE_ASSIGN_OR_RETURN(patch::PatchRecord rec, executor_->Run(proposal, decision, measure_fn));
@@ -94,14 +96,15 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
                  std::to_string(rec.lines_removed);
   switch (rec.verdict) {
     case patch::PatchVerdict::kKept:
-      out.status = "kept";
+      out.status = PatchStatus::kKept;
       out.binary = kept_binary;
       break;
     case patch::PatchVerdict::kReverted:
-      out.status = rec.stopped_by.starts_with("build") ? "build_failed" : "reverted";
+      out.status = rec.stopped_by.starts_with("build") ? PatchStatus::kBuildFailed : PatchStatus::kReverted;
       break;
-    default:
-      out.status = "rejected";
+    case patch::PatchVerdict::kRejected:
+      out.status = PatchStatus::kRejected;
+      break;
   }
   return out;
 }

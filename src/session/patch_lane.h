@@ -28,6 +28,8 @@ struct PatchLaneOptions {
   patch::BuildRecipe recipe;
   std::string binary_in_build = "bin/llama-server";
   int jobs = 0;
+  sys::Clock* clock = nullptr;            // the real one when null
+  sys::ProcessRunner* runner = nullptr;   // runs the build steps; the real one when null
 };
 
 class ExecutorPatchLane final : public PatchLane {

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "session/coordinator.h"
-#include "session/fake_executor.h"
+#include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "testing/fake_clock.h"
@@ -75,11 +75,11 @@ TEST(PatchLaneTest, UserPatchesAreGatedBuiltMeasuredAndKeptOrReverted) {
   ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
   ASSERT_EQ(s.candidates.size(), 3u);
   EXPECT_EQ(s.candidates[0].patch, "p1-fast");
-  EXPECT_EQ(s.candidates[0].verdict, "KEEP");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
   EXPECT_NEAR(s.candidates[0].gain, 0.30, 0.02);
   // The second patch applies on top of the first (the accepted line) and is slower.
-  EXPECT_EQ(s.candidates[1].verdict, "REVERT");
-  EXPECT_EQ(s.candidates[2].verdict, "PATCH_REJECTED");
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kRevert);
+  EXPECT_EQ(s.candidates[2].verdict, Verdict::kPatchRejected);
   EXPECT_NE(s.candidates[2].reason.find("patch.allowed_files"), std::string::npos) << s.candidates[2].reason;
   EXPECT_EQ(s.server_binary, po.run_dir + "/bin/llama-server-p1-fast");
   EXPECT_EQ(*sys::ReadFile(s.server_binary), "1.30\n");

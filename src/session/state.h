@@ -8,27 +8,46 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/verdict.h"
 
 namespace hone::session {
+
+// The session's phases, in order (Prelude -> Framework -> Kernel -> Sweep -> (cycle)
+// -> Close -> Done). Names are the text in state.json and events.jsonl.
+enum class Phase { kPrelude, kFramework, kKernel, kSweep, kClose, kDone };
+std::string_view PhaseName(Phase phase);
+Result<Phase> ParsePhase(std::string_view name);
+
+// How a phase's record ended (or that it is still open).
+enum class PhaseStatus { kRunning, kDone, kSkipped, kFailed, kInterrupted };
+std::string_view PhaseStatusName(PhaseStatus status);
+Result<PhaseStatus> ParsePhaseStatus(std::string_view name);
+
+// Where a candidate came from: the warm replay (prelude), the enablement ladder, the
+// search and source patches (framework), or the kernel lane.
+enum class CandidatePhase { kPrelude, kEnablement, kFramework, kKernel };
+std::string_view CandidatePhaseName(CandidatePhase phase);
+Result<CandidatePhase> ParseCandidatePhase(std::string_view name);
 
 // One candidate configuration and what became of it.
 struct CandidateRecord {
   std::string id;           // "c003"
-  std::string phase;        // prelude (warm replay) | framework | kernel | enablement
+  CandidatePhase phase = CandidatePhase::kFramework;
   int cycle = 0;
   std::string idea;         // the proposer's idea id / title
   std::string rationale;
   Config delta;             // relative to the incumbent it was tested against
   Config config;            // the full configuration
   Config incumbent;         // the configuration it was compared with
-  // PENDING while being measured; then KEEP | REVERT | INCONCLUSIVE | SCREENED_OUT |
-  // LAUNCH_FAILED | ACCURACY_FAILED | INVALID | SKIPPED_BUDGET
-  std::string verdict = "PENDING";
+  // PENDING while being measured; then its one final verdict (core/verdict.h).
+  Verdict verdict = Verdict::kPending;
   std::string reason;
   double gain = 0;          // relative to the incumbent (direction-adjusted)
   double ci_lo = 0, ci_hi = 0;
@@ -45,16 +64,17 @@ struct CandidateRecord {
   double predicted_gain = 0;  // a proposer's or agent's claim (never a result)
   std::string critic;           // the critic's review of the verdict ("" = none)
   std::string patch;            // a source patch's id (its diff is under patches/)
+  int64_t recipe_id = 0;        // the knowledge-base recipe a warm replay re-measures (0: none)
   std::string server_binary;    // the build the candidate runs ("" = provisioned)
   std::string incumbent_binary; // the build the incumbent runs
   double started_s = 0, finished_s = 0;  // session time
 };
 
 struct PhaseRecord {
-  std::string phase;
+  Phase phase = Phase::kPrelude;
   int cycle = 0;
   double started_s = 0, finished_s = -1;
-  std::string status;  // running | done | skipped | failed
+  PhaseStatus status = PhaseStatus::kRunning;
   std::string note;
 };
 
@@ -66,7 +86,7 @@ struct SweepPointRecord {
   double stock_intvty = 0, best_intvty = 0;  // p50 interactivity (tok/s/user)
   double stock_tps = 0, best_tps = 0;        // total tok/s
   std::vector<std::string> stock_trials, best_trials;
-  std::string verdict;
+  std::optional<Verdict> verdict;  // KEEP, REVERT, INCONCLUSIVE or INVALID; unset: not measured
 };
 
 struct SessionState {
@@ -77,7 +97,7 @@ struct SessionState {
   std::string run_dir;
   int64_t started_unix_us = 0;
   double deadline_unix_s = 0;  // stamped once: a resume cannot reissue the budget
-  std::string phase = "prelude";  // prelude | framework | kernel | sweep | close | done
+  Phase phase = Phase::kPrelude;
   int cycle = 1;
   std::string stop_reason;
   bool interrupted = false;
@@ -107,7 +127,7 @@ struct SessionState {
   double validated_gain = 0, validated_lo = 0, validated_hi = 0;
   double validated_best_objective = 0, validated_stock_objective = 0;
   std::vector<std::string> validation_trials;
-  std::string validation_verdict;
+  std::optional<Verdict> validation_verdict;  // KEEP, REVERT, INCONCLUSIVE or NOT_VALIDATED; unset: not run
   std::string close_accuracy;
 
   std::string warm_replay;   // what the knowledge base offered and what became of it

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
 
 #include "core/strings.h"
 #include "session/state.h"
@@ -15,7 +16,90 @@ namespace hone::session {
 
 using json = nlohmann::ordered_json;
 
+std::string_view PhaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kPrelude: return "prelude";
+    case Phase::kFramework: return "framework";
+    case Phase::kKernel: return "kernel";
+    case Phase::kSweep: return "sweep";
+    case Phase::kClose: return "close";
+    case Phase::kDone: return "done";
+  }
+  return "?";
+}
+
+std::string_view PhaseStatusName(PhaseStatus status) {
+  switch (status) {
+    case PhaseStatus::kRunning: return "running";
+    case PhaseStatus::kDone: return "done";
+    case PhaseStatus::kSkipped: return "skipped";
+    case PhaseStatus::kFailed: return "failed";
+    case PhaseStatus::kInterrupted: return "interrupted";
+  }
+  return "?";
+}
+
+std::string_view CandidatePhaseName(CandidatePhase phase) {
+  switch (phase) {
+    case CandidatePhase::kPrelude: return "prelude";
+    case CandidatePhase::kEnablement: return "enablement";
+    case CandidatePhase::kFramework: return "framework";
+    case CandidatePhase::kKernel: return "kernel";
+  }
+  return "?";
+}
+
 namespace {
+
+// The inverse of a Name function over every value of E.
+template <class E, size_t N>
+Result<E> ParseName(std::string_view name, const E (&all)[N], std::string_view (*name_of)(E), const char* what) {
+  for (E e : all) {
+    if (name_of(e) == name) return e;
+  }
+  return InvalidArgument("unknown " + std::string(what) + " '" + std::string(name) + "'");
+}
+
+}  // namespace
+
+Result<Phase> ParsePhase(std::string_view name) {
+  static constexpr Phase kAll[] = {Phase::kPrelude, Phase::kFramework, Phase::kKernel,
+                                   Phase::kSweep,   Phase::kClose,     Phase::kDone};
+  return ParseName(name, kAll, PhaseName, "phase");
+}
+
+Result<PhaseStatus> ParsePhaseStatus(std::string_view name) {
+  static constexpr PhaseStatus kAll[] = {PhaseStatus::kRunning, PhaseStatus::kDone, PhaseStatus::kSkipped,
+                                         PhaseStatus::kFailed, PhaseStatus::kInterrupted};
+  return ParseName(name, kAll, PhaseStatusName, "phase status");
+}
+
+Result<CandidatePhase> ParseCandidatePhase(std::string_view name) {
+  static constexpr CandidatePhase kAll[] = {CandidatePhase::kPrelude, CandidatePhase::kEnablement,
+                                            CandidatePhase::kFramework, CandidatePhase::kKernel};
+  return ParseName(name, kAll, CandidatePhaseName, "candidate phase");
+}
+
+namespace {
+
+// Enums are written as their names (the file format, docs/session-state.md). A name
+// this hone does not know throws here, and StateFromJson's TryCatch turns that into
+// a kDataLoss error naming it.
+std::string Name(const std::optional<Verdict>& v) { return v ? std::string(VerdictName(*v)) : std::string(); }
+Verdict VerdictFrom(const std::string& name) {
+  auto v = ParseVerdict(name);
+  if (!v) throw std::runtime_error(v.error().message);
+  return *v;
+}
+std::optional<Verdict> OptionalVerdictFrom(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  return VerdictFrom(name);
+}
+template <class T>
+T Must(Result<T> r) {
+  if (!r) throw std::runtime_error(r.error().message);
+  return *r;
+}
 
 json ConfigJson(const Config& c) {
   json j = json::object();
@@ -33,14 +117,14 @@ Config ConfigFrom(const json& j) {
 
 json CandidateJson(const CandidateRecord& c) {
   return {{"id", c.id},
-          {"phase", c.phase},
+          {"phase", CandidatePhaseName(c.phase)},
           {"cycle", c.cycle},
           {"idea", c.idea},
           {"rationale", c.rationale},
           {"delta", ConfigJson(c.delta)},
           {"config", ConfigJson(c.config)},
           {"incumbent", ConfigJson(c.incumbent)},
-          {"verdict", c.verdict},
+          {"verdict", VerdictName(c.verdict)},
           {"reason", c.reason},
           {"gain", c.gain},
           {"ci_lo", c.ci_lo},
@@ -58,6 +142,7 @@ json CandidateJson(const CandidateRecord& c) {
           {"predicted_gain", c.predicted_gain},
           {"critic", c.critic},
           {"patch", c.patch},
+          {"recipe_id", c.recipe_id},
           {"server_binary", c.server_binary},
           {"incumbent_binary", c.incumbent_binary},
           {"started_s", c.started_s},
@@ -67,14 +152,14 @@ json CandidateJson(const CandidateRecord& c) {
 CandidateRecord CandidateFrom(const json& j) {
   CandidateRecord c;
   c.id = j.value("id", "");
-  c.phase = j.value("phase", "");
+  c.phase = Must(ParseCandidatePhase(j.value("phase", "framework")));
   c.cycle = j.value("cycle", 0);
   c.idea = j.value("idea", "");
   c.rationale = j.value("rationale", "");
   c.delta = ConfigFrom(j["delta"]);
   c.config = ConfigFrom(j["config"]);
   c.incumbent = ConfigFrom(j["incumbent"]);
-  c.verdict = j.value("verdict", "PENDING");
+  c.verdict = j.contains("verdict") ? VerdictFrom(j.at("verdict").get<std::string>()) : Verdict::kPending;
   c.reason = j.value("reason", "");
   c.gain = j.value("gain", 0.0);
   c.ci_lo = j.value("ci_lo", 0.0);
@@ -92,6 +177,7 @@ CandidateRecord CandidateFrom(const json& j) {
   c.predicted_gain = j.value("predicted_gain", 0.0);
   c.critic = j.value("critic", "");
   c.patch = j.value("patch", "");
+  c.recipe_id = j.value("recipe_id", int64_t{0});
   c.server_binary = j.value("server_binary", "");
   c.incumbent_binary = j.value("incumbent_binary", "");
   c.started_s = j.value("started_s", 0.0);
@@ -103,7 +189,7 @@ CandidateRecord CandidateFrom(const json& j) {
 
 CandidateRecord* SessionState::Pending() {
   for (auto& c : candidates) {
-    if (c.verdict == "PENDING") return &c;
+    if (c.verdict == Verdict::kPending) return &c;
   }
   return nullptr;
 }
@@ -113,8 +199,8 @@ std::string StateToJson(const SessionState& s) {
   for (const auto& c : s.candidates) cands.push_back(CandidateJson(c));
   json phases = json::array();
   for (const auto& p : s.phases) {
-    phases.push_back({{"phase", p.phase}, {"cycle", p.cycle}, {"started_s", p.started_s},
-                      {"finished_s", p.finished_s}, {"status", p.status}, {"note", p.note}});
+    phases.push_back({{"phase", PhaseName(p.phase)}, {"cycle", p.cycle}, {"started_s", p.started_s},
+                      {"finished_s", p.finished_s}, {"status", PhaseStatusName(p.status)}, {"note", p.note}});
   }
   json sweep = json::array();
   for (const auto& p : s.sweep) {
@@ -122,7 +208,7 @@ std::string StateToJson(const SessionState& s) {
                      {"stock_objective", p.stock_objective}, {"best_objective", p.best_objective},
                      {"stock_intvty", p.stock_intvty}, {"best_intvty", p.best_intvty}, {"stock_tps", p.stock_tps},
                      {"best_tps", p.best_tps}, {"stock_trials", p.stock_trials}, {"best_trials", p.best_trials},
-                     {"verdict", p.verdict}});
+                     {"verdict", Name(p.verdict)}});
   }
   json j = {{"version", s.version},
             {"session_id", s.session_id},
@@ -132,7 +218,7 @@ std::string StateToJson(const SessionState& s) {
             {"started_unix_us", s.started_unix_us},
             {"started_utc", sys::FormatUtc(s.started_unix_us)},
             {"deadline_unix_s", s.deadline_unix_s},
-            {"phase", s.phase},
+            {"phase", PhaseName(s.phase)},
             {"cycle", s.cycle},
             {"stop_reason", s.stop_reason},
             {"interrupted", s.interrupted},
@@ -160,7 +246,7 @@ std::string StateToJson(const SessionState& s) {
             {"validated_best_objective", s.validated_best_objective},
             {"validated_stock_objective", s.validated_stock_objective},
             {"validation_trials", s.validation_trials},
-            {"validation_verdict", s.validation_verdict},
+            {"validation_verdict", Name(s.validation_verdict)},
             {"close_accuracy", s.close_accuracy},
             {"warm_replay", s.warm_replay},
             {"kb_result", s.kb_result},
@@ -192,7 +278,7 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.run_dir = j.value("run_dir", "");
     s.started_unix_us = j.value("started_unix_us", int64_t{0});
     s.deadline_unix_s = j.value("deadline_unix_s", 0.0);
-    s.phase = j.value("phase", "prelude");
+    s.phase = Must(ParsePhase(j.value("phase", "prelude")));
     s.cycle = j.value("cycle", 1);
     s.stop_reason = j.value("stop_reason", "");
     s.interrupted = j.value("interrupted", false);
@@ -211,8 +297,9 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.best_values = j.value("best_values", std::vector<double>{});
     for (const auto& c : j["candidates"]) s.candidates.push_back(CandidateFrom(c));
     for (const auto& p : j["phases"]) {
-      s.phases.push_back({p.value("phase", ""), p.value("cycle", 0), p.value("started_s", 0.0),
-                          p.value("finished_s", -1.0), p.value("status", ""), p.value("note", "")});
+      s.phases.push_back({Must(ParsePhase(p.value("phase", ""))), p.value("cycle", 0), p.value("started_s", 0.0),
+                          p.value("finished_s", -1.0), Must(ParsePhaseStatus(p.value("status", ""))),
+                          p.value("note", "")});
     }
     for (const auto& p : j["sweep"]) {
       SweepPointRecord r;
@@ -228,7 +315,7 @@ Result<SessionState> StateFromJson(const std::string& text) {
       r.best_tps = p.value("best_tps", 0.0);
       r.stock_trials = p.value("stock_trials", std::vector<std::string>{});
       r.best_trials = p.value("best_trials", std::vector<std::string>{});
-      r.verdict = p.value("verdict", "");
+      r.verdict = OptionalVerdictFrom(p.value("verdict", ""));
       s.sweep.push_back(r);
     }
     s.last_sweep_config = j.value("last_sweep_config", "");
@@ -239,7 +326,7 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.validated_best_objective = j.value("validated_best_objective", 0.0);
     s.validated_stock_objective = j.value("validated_stock_objective", 0.0);
     s.validation_trials = j.value("validation_trials", std::vector<std::string>{});
-    s.validation_verdict = j.value("validation_verdict", "");
+    s.validation_verdict = OptionalVerdictFrom(j.value("validation_verdict", ""));
     s.close_accuracy = j.value("close_accuracy", "");
     s.warm_replay = j.value("warm_replay", "");
     s.kb_result = j.value("kb_result", "");

@@ -18,12 +18,12 @@ TEST(StateTest, RoundTripsEveryField) {
   s.noise_floor = 0.012;
   CandidateRecord c;
   c.id = "c001";
-  c.verdict = "KEEP";
+  c.verdict = Verdict::kKeep;
   c.delta = Config{{"weights", "q8_0"}};
   c.candidate_values = {3, 3.1};
   c.incumbent_trials = {"t0003"};
   s.candidates.push_back(c);
-  s.phases.push_back({"prelude", 1, 0, 12.5, "done", ""});
+  s.phases.push_back({Phase::kPrelude, 1, 0, 12.5, PhaseStatus::kDone, ""});
   s.sweep.push_back({});
   s.validated = true;
   s.validated_gain = 0.6;
@@ -32,6 +32,46 @@ TEST(StateTest, RoundTripsEveryField) {
   EXPECT_EQ(StateToJson(*back), StateToJson(s));
   EXPECT_EQ(back->candidates[0].delta.ToString(), "weights=q8_0");
   EXPECT_FALSE(StateFromJson("{not json"));
+}
+
+// The typed states are written as the words docs/session-state.md lists, and read back.
+TEST(StateTest, EnumsAreWrittenAsTheirNamesAndUnknownNamesAreErrors) {
+  SessionState s;
+  s.phase = Phase::kSweep;
+  CandidateRecord c;
+  c.id = "c001";
+  c.phase = CandidatePhase::kPrelude;
+  c.verdict = Verdict::kScreenedOut;
+  c.recipe_id = 7;
+  s.candidates.push_back(c);
+  s.phases.push_back({Phase::kFramework, 2, 1, 2, PhaseStatus::kInterrupted, ""});
+  SweepPointRecord p;
+  p.verdict = Verdict::kInvalid;
+  s.sweep.push_back(p);
+  s.sweep.push_back({});  // not measured: ""
+  s.validation_verdict = Verdict::kNotValidated;
+  const std::string text = StateToJson(s);
+  for (const char* word : {"\"phase\": \"sweep\"", "\"phase\": \"prelude\"", "\"verdict\": \"SCREENED_OUT\"",
+                           "\"status\": \"interrupted\"", "\"verdict\": \"INVALID\"", "\"verdict\": \"\"",
+                           "\"validation_verdict\": \"NOT_VALIDATED\"", "\"recipe_id\": 7"}) {
+    EXPECT_NE(text.find(word), std::string::npos) << word;
+  }
+  ASSERT_OK_AND_ASSIGN(SessionState back, StateFromJson(text));
+  EXPECT_EQ(back.phase, Phase::kSweep);
+  EXPECT_EQ(back.candidates[0].phase, CandidatePhase::kPrelude);
+  EXPECT_EQ(back.candidates[0].verdict, Verdict::kScreenedOut);
+  EXPECT_EQ(back.candidates[0].recipe_id, 7);
+  EXPECT_EQ(back.phases[0].status, PhaseStatus::kInterrupted);
+  EXPECT_EQ(back.sweep[0].verdict, Verdict::kInvalid);
+  EXPECT_FALSE(back.sweep[1].verdict.has_value());
+  EXPECT_EQ(back.validation_verdict, Verdict::kNotValidated);
+  // A word this hone does not know is a data error that names it.
+  std::string bad = text;
+  bad.replace(bad.find("SCREENED_OUT"), 12, "SCREENED_OFF");
+  auto err = StateFromJson(bad);
+  ASSERT_FALSE(err);
+  EXPECT_EQ(err.error().code, ErrorCode::kDataLoss);
+  EXPECT_NE(err.error().message.find("SCREENED_OFF"), std::string::npos) << err.error().message;
 }
 
 TEST(StateTest, EventsAppendAndSurviveATornLine) {
@@ -87,7 +127,7 @@ TEST(StateTest, ADamagedStateResumesFromThePreviousSave) {
   s.next_trial = 6;
   CandidateRecord c;
   c.id = "c001";
-  c.verdict = "KEEP";
+  c.verdict = Verdict::kKeep;
   s.candidates.push_back(c);
   ASSERT_OK(SaveState(dir, s));
   ASSERT_OK(sys::EnsureDir((*d)->path() / "trials" / "t0005"));

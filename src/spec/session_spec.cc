@@ -77,7 +77,7 @@ Status ParseWorkload(const Field& f, WorkloadSpec& w) {
   HONE_TRY(f.RequireMap());
   HONE_TRY(f.CheckKeys({"kind", "endpoint", "isl", "osl", "range_ratio", "range_semantics", "concurrency",
                         "num_prompts", "warmups", "load", "seed", "trace", "trace_preset", "trace_sessions",
-                        "duration", "think_scale", "sweep", "window"}));
+                        "duration", "think_scale", "sweep", "window", "ramp"}));
   HONE_ASSIGN_OR_RETURN(w.kind, f["kind"].StrOr("fixed"));
   if (w.kind != "fixed" && w.kind != "agentic") return Fail(f["kind"].Err("must be fixed or agentic"));
   HONE_ASSIGN_OR_RETURN(w.endpoint, f["endpoint"].StrOr(w.kind == "agentic" ? "chat" : "completions"));
@@ -115,6 +115,13 @@ Status ParseWorkload(const Field& f, WorkloadSpec& w) {
     auto secs = ParseDurationSeconds(d);
     if (!secs) return Fail(f["window"].Err(secs.error().message));
     w.window_s = *secs;
+  }
+  if (f["ramp"].defined()) {
+    if (w.window_s <= 0) return Fail(f["ramp"].Err("needs a measurement window (workload.window)"));
+    HONE_ASSIGN_OR_RETURN(std::string d, f["ramp"].Str());
+    auto secs = ParseDurationSeconds(d);
+    if (!secs) return Fail(f["ramp"].Err(secs.error().message));
+    w.ramp_s = *secs;
   }
   Field sweep = f["sweep"];
   if (sweep.defined()) {

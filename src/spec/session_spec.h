@@ -65,6 +65,7 @@ struct WorkloadSpec {
   // trial takes the same time whatever the configuration: a server that queues most
   // of the load (4 slots at concurrency 64) cannot stretch it.
   double window_s = 0;
+  double ramp_s = 0;  // with window: load before the window opens (steady state)
   std::string load = "closed";
   uint64_t seed = 42;
   // agentic

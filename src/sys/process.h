@@ -99,6 +99,19 @@ struct CommandOutput {
 // callers look at status.
 Result<CommandOutput> RunCommand(const ProcessSpec& spec, std::chrono::milliseconds timeout);
 
+// The process seam for commands run to completion (a tool, a build step): the real
+// runner is RunCommand; tests give a fake that records what ran and answers with
+// canned output (src/testing/fake_process_runner.h). Collaborators take one from the
+// composition root instead of calling RunCommand deep inside.
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // As RunCommand: a non-zero exit is an outcome, not an error.
+  virtual Result<CommandOutput> Run(const ProcessSpec& spec, std::chrono::milliseconds timeout) = 0;
+};
+// The real runner (stateless: sharing it is safe).
+ProcessRunner& DefaultProcessRunner();
+
 // Resolves a program name on PATH ("" when not found). Names with '/' are returned
 // as-is if executable.
 std::string FindOnPath(const std::string& program);

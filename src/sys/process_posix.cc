@@ -350,6 +350,22 @@ std::string ChildProcess::OutputTail(size_t max_bytes) const {
   return ring_.substr(ring_.size() - n);
 }
 
+namespace {
+
+class RealProcessRunner final : public ProcessRunner {
+ public:
+  Result<CommandOutput> Run(const ProcessSpec& spec, std::chrono::milliseconds timeout) override {
+    return RunCommand(spec, timeout);
+  }
+};
+
+}  // namespace
+
+ProcessRunner& DefaultProcessRunner() {
+  static RealProcessRunner runner;
+  return runner;
+}
+
 Result<CommandOutput> RunCommand(const ProcessSpec& spec, std::chrono::milliseconds timeout) {
   HONE_ASSIGN_OR_RETURN(auto child, ChildProcess::Start(spec));
   auto status = child->WaitFor(timeout);

@@ -112,7 +112,10 @@ Result<KnobCatalog> KnobCatalog::Load(const std::string& path) {
     HONE_ASSIGN_OR_RETURN(knob.search_values, k["search"].StrList());
     HONE_ASSIGN_OR_RETURN(knob.default_value, k["default"].StrOr(""));
     HONE_ASSIGN_OR_RETURN(knob.category, k["category"].Str());
-    HONE_ASSIGN_OR_RETURN(knob.accuracy_risk, k["accuracy_risk"].StrOr("none"));
+    HONE_ASSIGN_OR_RETURN(std::string risk, k["accuracy_risk"].StrOr("none"));
+    auto parsed_risk = ParseAccuracyRisk(risk);
+    if (!parsed_risk) return Fail(k["accuracy_risk"].Err("must be none, low, medium or high"));
+    knob.accuracy_risk = *parsed_risk;
     HONE_ASSIGN_OR_RETURN(knob.applies_to, k["applies_to"].StrOr("any"));
     HONE_ASSIGN_OR_RETURN(knob.why, k["why"].StrOr(""));
     HONE_ASSIGN_OR_RETURN(knob.artifact, k["artifact"].BoolOr(false));
@@ -129,10 +132,6 @@ Result<KnobCatalog> KnobCatalog::Load(const std::string& path) {
       return Fail(k.Err("knob '" + knob.name + "' needs a flag, an env or artifact: true"));
     }
     if (knob.type == KnobType::kEnum && knob.choices.empty()) return Fail(k.Err("enum knob without choices"));
-    static const char* kRisks[] = {"none", "low", "medium", "high"};
-    if (std::find(std::begin(kRisks), std::end(kRisks), knob.accuracy_risk) == std::end(kRisks)) {
-      return Fail(k["accuracy_risk"].Err("must be none, low, medium or high"));
-    }
     for (const std::string& v : knob.search_values) {
       if (auto s = knob.ValidateValue(v); !s) return Fail(k["search"].Err(s.error().message));
     }
@@ -150,6 +149,43 @@ Result<KnobCatalog> KnobCatalog::Load(const std::string& path) {
     }
   }
   return cat;
+}
+
+std::string_view AccuracyRiskName(AccuracyRisk risk) {
+  switch (risk) {
+    case AccuracyRisk::kNone: return "none";
+    case AccuracyRisk::kLow: return "low";
+    case AccuracyRisk::kMedium: return "medium";
+    case AccuracyRisk::kHigh: return "high";
+  }
+  return "?";
+}
+
+Result<AccuracyRisk> ParseAccuracyRisk(std::string_view name) {
+  for (AccuracyRisk r : {AccuracyRisk::kNone, AccuracyRisk::kLow, AccuracyRisk::kMedium, AccuracyRisk::kHigh}) {
+    if (AccuracyRiskName(r) == name) return r;
+  }
+  return InvalidArgument("unknown accuracy risk '" + std::string(name) + "'");
+}
+
+bool ChangesNumerics(AccuracyRisk risk) {
+  switch (risk) {
+    case AccuracyRisk::kNone:
+    case AccuracyRisk::kLow:
+      return false;
+    case AccuracyRisk::kMedium:
+    case AccuracyRisk::kHigh:
+      return true;
+  }
+  return false;
+}
+
+bool KnobCatalog::ChangesNumerics(const Config& delta) const {
+  for (const auto& [k, v] : delta.values()) {
+    const Knob* knob = Find(k);
+    if (knob && target::ChangesNumerics(knob->accuracy_risk)) return true;
+  }
+  return false;
 }
 
 const Knob* KnobCatalog::Find(const std::string& name) const {

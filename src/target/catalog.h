@@ -29,6 +29,14 @@ struct Condition {
   std::string ToString() const { return knob + (negate ? "!=" : "=") + value; }
 };
 
+// How far a knob can move the model's outputs (the catalog's accuracy_risk).
+enum class AccuracyRisk { kNone, kLow, kMedium, kHigh };
+std::string_view AccuracyRiskName(AccuracyRisk risk);
+Result<AccuracyRisk> ParseAccuracyRisk(std::string_view name);
+// Medium and high: the knob changes numerics (precision, KV cache type), so a change
+// of it is accuracy-gated before pairs and, on llama.cpp, KL-divergence checked.
+bool ChangesNumerics(AccuracyRisk risk);
+
 struct Knob {
   std::string name;
   std::string flag;           // "--threads"; empty for env-only knobs
@@ -40,7 +48,7 @@ struct Knob {
   std::vector<std::string> search_values;  // values a search may try (subset of legal ones)
   std::string default_value;               // the framework's default, as text ("auto" allowed)
   std::string category;                    // threads, batching, scheduling, cache, precision, ...
-  std::string accuracy_risk = "none";      // none | low | medium | high
+  AccuracyRisk accuracy_risk = AccuracyRisk::kNone;
   std::vector<Condition> requires_;        // all must hold when this knob is set
   std::vector<Condition> conflicts;        // none may hold when this knob is set
   std::string applies_to = "any";          // cpu | gpu | any
@@ -60,6 +68,8 @@ class KnobCatalog {
   const std::string& path() const { return path_; }
   const std::vector<Knob>& knobs() const { return knobs_; }
   const Knob* Find(const std::string& name) const;
+  // Whether setting any knob of `delta` can change outputs (ChangesNumerics).
+  bool ChangesNumerics(const Config& delta) const;
 
   // The value a knob has in `config`, or its catalog default.
   std::string ValueOf(const Config& config, const Knob& knob) const;

@@ -70,6 +70,21 @@ TEST_F(CatalogTest, BadCatalogsNameTheProblem) {
   EXPECT_NE(r.error().message.find("not an integer"), std::string::npos);
 }
 
+// Accuracy risk is compared as a level: medium and high change numerics.
+TEST_F(CatalogTest, AccuracyRiskIsALevel) {
+  ASSERT_OK_AND_ASSIGN(KnobCatalog c, LoadText(kSmall));
+  EXPECT_EQ(c.Find("kv")->accuracy_risk, AccuracyRisk::kMedium);
+  EXPECT_EQ(c.Find("threads")->accuracy_risk, AccuracyRisk::kNone);
+  EXPECT_TRUE(c.ChangesNumerics(Config{{"threads", "2"}, {"kv", "q8_0"}}));
+  EXPECT_FALSE(c.ChangesNumerics(Config{{"threads", "2"}, {"fa", "on"}}));
+  EXPECT_FALSE(c.ChangesNumerics(Config{{"unknown", "1"}}));
+  EXPECT_FALSE(ChangesNumerics(AccuracyRisk::kLow));
+  EXPECT_TRUE(ChangesNumerics(AccuracyRisk::kHigh));
+  auto r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, accuracy_risk: huge}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("must be none, low, medium or high"), std::string::npos) << r.error().message;
+}
+
 TEST(VersionTest, RangesAndComparison) {
   EXPECT_EQ(CompareVersions("0.10.1", "0.9"), 1);
   EXPECT_EQ(CompareVersions("1.0", "1.0.0"), 0);

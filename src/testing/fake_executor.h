@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "core/strings.h"
 #include "measure/trial.h"
+#include "search/proposer.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "testing/fake_clock.h"
@@ -112,7 +113,12 @@ class FakeExecutor final : public measure::TrialExecutor {
     HONE_TRY(measure::WriteTrialOutcome(o));
     return o;
   }
-  Status PrepareAccuracy(const Config&) override { return Ok(); }
+  Status PrepareAccuracy(const Config& reference) override {
+    references.push_back(reference);
+    return reference_launches ? Ok() : Unavailable("fake: the reference does not start");
+  }
+  std::vector<Config> references;  // every accuracy reference prepared
+  bool reference_launches = true;
   std::map<std::string, double> binary_factors;  // server_binary -> multiplier (patches)
   Result<measure::AccuracyOutcome> CheckAccuracy(const Config& config, const std::string&,
                                                  const std::string& = "") override {
@@ -144,7 +150,7 @@ class ListProposer final : public search::Proposer {
     }
     return std::nullopt;
   }
-  void Observe(const search::Observation& obs) override { observed.push_back(obs.candidate.idea + ":" + obs.verdict); }
+  void Observe(const search::Observation& obs) override { observed.push_back(obs.candidate.idea + ":" + std::string(VerdictName(obs.verdict))); }
   std::string Save() const override { return std::to_string(next_); }
   Status Load(const std::string& s) override {
     next_ = static_cast<size_t>(ParseInt(s).value_or(0));

@@ -1,4 +1,4 @@
-#include "patch/test_fixture.h"
+#include "testing/patch_fixture.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,0 +1,193 @@
+#include "run/knowledge.h"
+
+#include <algorithm>
+
+#include "core/strings.h"
+#include "model/gguf.h"
+#include "sys/term.h"
+#include "target/llamacpp.h"
+
+namespace hone::run {
+
+std::string HardwareName(const spec::SessionSpec& spec, const sys::MachineInfo& machine) {
+  return spec.target.hardware.empty() ? machine.SlugFor(spec.target.num_gpus) : spec.target.hardware;
+}
+
+kb::Identity SessionIdentity(const spec::SessionSpec& spec, const std::string& hardware, const std::string& model_name,
+                             const std::string& model_path, const std::string& engine_version,
+                             const std::string& base_precision) {
+  kb::Identity id;
+  id.model = model_name;
+  id.hardware = hardware;
+  id.framework = spec.target.adapter;
+  id.model_type = "llama";
+  if (auto f = model::ReadGguf(model_path)) id.model_type = f->Str("general.architecture").value_or("llama");
+  id.architecture = id.model_type == "llama" ? "LlamaForCausalLM" : id.model_type;
+  id.framework_version = target::NumericVersion(engine_version);
+  id.precision = base_precision;
+  return id;
+}
+
+kb::Workload SessionWorkload(const spec::SessionSpec& spec) {
+  kb::Workload wl;
+  wl.kind = spec.workload.kind;
+  wl.concurrency = spec.workload.concurrency;
+  wl.isl = spec.workload.isl;
+  wl.osl = spec.workload.osl;
+  if (spec.workload.kind == "agentic") {
+    wl.trace_id = spec.workload.trace.empty() ? spec.workload.trace_preset : spec.workload.trace;
+  }
+  return wl;
+}
+
+Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSpec& spec, const RunContext& ctx,
+                                                           std::string* unavailable,
+                                                           std::optional<kb::KbRules>* rules_out) {
+  if (!spec.kb.enabled) return std::unique_ptr<kb::RecipeStore>();
+  HONE_ASSIGN_OR_RETURN(kb::KbRules rules, kb::LoadKbRules(ctx.data_dir));
+  if (rules_out) *rules_out = rules;
+  std::string path = spec.kb.path.empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.path;
+  kb::StoreOptions options;
+  options.clock = ctx.clock;
+  auto store = kb::RecipeStore::Open(path, std::move(rules), options);
+  if (!store) {
+    sys::LogWarn("knowledge base disabled: " + store.error().message);
+    if (unavailable) *unavailable = store.error().message;
+    return std::unique_ptr<kb::RecipeStore>();
+  }
+  return std::move(*store);
+}
+
+std::vector<search::Prior> KbPriors(kb::RecipeStore& store, const kb::MatchQuery& query) {
+  std::vector<search::Prior> out;
+  if (auto learnings = store.Learnings(query)) {
+    for (const kb::PriorLearning& l : *learnings) {
+      out.push_back({l.learning.knob, l.learning.value, l.learning.effect, l.confidence, ""});
+    }
+  }
+  if (auto failures = store.Failures(query)) {
+    for (const kb::PriorFailure& f : *failures) {
+      // A failure of several knobs at once blames each of them in part.
+      double share = 1.0 / static_cast<double>(std::max<size_t>(1, f.failure.config_delta.size()));
+      for (const auto& [knob, value] : f.failure.config_delta.values()) {
+        out.push_back({knob, value, 0, f.confidence * share, std::string(kb::FailureKindName(f.failure.kind))});
+      }
+    }
+  }
+  return out;
+}
+
+std::string ReplayWords(const kb::ReplayVerdict& v) {
+  if (v.reproduced) return std::string(v.same_point ? "reproduced" : "transferred") + ": " + v.reason;
+  return v.same_point ? "did not reproduce, recipe demoted: " + v.reason
+                      : "did not transfer here, recipe kept active (recorded at another operating point): " + v.reason;
+}
+
+KbWarmStart::KbWarmStart(kb::RecipeStore& store, const spec::SessionSpec& spec, kb::MatchQuery query,
+                         std::string hone_version)
+    : store_(store), spec_(spec), query_(std::move(query)), hone_version_(std::move(hone_version)) {}
+
+std::optional<session::WarmCandidate> KbWarmStart::Match(std::string* explanation) {
+  auto m = store_.Match(query_);
+  if (!m) {
+    *explanation = "knowledge base unavailable: " + m.error().message;
+    return std::nullopt;
+  }
+  *explanation = Join(m->explanation, "; ");
+  if (!m->recipe || !m->replay || m->confidence < spec_.kb.min_confidence) return std::nullopt;
+  session::WarmCandidate c;
+  c.config = spec_.target.base_config.Merged(m->recipe->config);
+  c.recorded_gain = m->recipe->GainFraction();
+  c.recipe_id = m->recipe->id;
+  c.explanation = *explanation;
+  return c;
+}
+
+std::string KbWarmStart::RecordReplay(const session::WarmCandidate& c, const session::ReplayResult& r) {
+  kb::ReplayOutcome o;
+  o.identity = query_.identity;
+  o.workload = query_.workload;
+  o.baseline_value = 1.0;
+  o.objective_value = 1.0 + r.gain;
+  o.accuracy_passed = r.accuracy_passed;
+  o.verdict = r.verdict;
+  o.reproduce_fraction = spec_.kb.reproduce_fraction;
+  o.trial_ids = r.trial_ids;
+  o.session_id = r.session_id;
+  o.hone_version = hone_version_;
+  auto v = store_.RecordReplay(c.recipe_id, o);
+  if (!v) {
+    sys::LogWarn("knowledge base: " + v.error().message);
+    return "not recorded: " + v.error().message;
+  }
+  return ReplayWords(*v);
+}
+
+std::optional<kb::FailureKind> FailureKindFor(const session::CandidateRecord& c) {
+  switch (c.verdict) {
+    case Verdict::kLaunchFailed:
+      return c.failure_kind == "out_of_memory" ? kb::FailureKind::kOutOfMemory
+             : c.failure_kind == "bad_flag"    ? kb::FailureKind::kBadFlag
+                                               : kb::FailureKind::kCrashed;
+    case Verdict::kAccuracyFailed: return kb::FailureKind::kAccuracyFailed;
+    case Verdict::kRevert: return kb::FailureKind::kRegressed;
+    case Verdict::kPending:
+    case Verdict::kKeep:
+    case Verdict::kInconclusive:
+    case Verdict::kScreenedOut:
+    case Verdict::kInvalid:
+    case Verdict::kSkippedBudget:
+    case Verdict::kPatchFailed:
+    case Verdict::kBuildFailed:
+    case Verdict::kPatchRejected:
+    case Verdict::kNotValidated:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s, const spec::SessionSpec& spec,
+                                                 const kb::MatchQuery& query, const kb::Provenance& provenance,
+                                                 std::string* why) {
+  if (s.BestIsStock()) {
+    *why = "nothing to record: the stock configuration won";
+    return std::nullopt;
+  }
+  if (!s.validated) {
+    *why = "not recorded: the best configuration was not re-validated at close";
+    return std::nullopt;
+  }
+  kb::AdmissionRequest req;
+  kb::Recipe& r = req.recipe;
+  r.identity = query.identity;
+  r.workload = query.workload;
+  r.config = s.best.DeltaFrom(s.stock);
+  r.objective = {spec.objective.metric,
+                 s.validated_best_objective,
+                 s.validated_best_objective * s.validated_lo / (1 + s.validated_gain),
+                 s.validated_best_objective * s.validated_hi / (1 + s.validated_gain),
+                 "",
+                 spec.objective.maximize,
+                 s.validation_trials};
+  r.baseline = {s.validated_stock_objective, s.validation_trials};
+  for (const session::CandidateRecord& c : s.candidates) {
+    if (c.verdict == Verdict::kKeep && c.delta.size() == 1) {
+      r.learnings.push_back({c.delta.values().begin()->first, c.delta.values().begin()->second, c.gain, c.ci_lo - 1,
+                             c.ci_hi - 1, c.candidate_trials});
+    } else if (auto kind = FailureKindFor(c)) {
+      kb::Failure f;
+      f.config_delta = c.delta;
+      f.kind = *kind;
+      f.detail = c.reason.substr(0, 300);
+      f.trial_ids = c.candidate_trials.empty() ? std::vector<std::string>{c.screen_trial} : c.candidate_trials;
+      r.failures.push_back(f);
+    }
+  }
+  r.provenance = provenance;
+  req.verdict_keep = s.validation_verdict == Verdict::kKeep;
+  req.accuracy_passed = s.close_accuracy.empty() || s.close_accuracy.starts_with("pass");
+  req.remeasured_at_close = true;
+  return req;
+}
+
+}  // namespace hone::run

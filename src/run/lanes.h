@@ -1,0 +1,32 @@
+// The session's optional lanes: source patches (the spec's diffs through the policy
+// gate and the worktree executor, rebuilt with the engine's own configure arguments)
+// and a kernel backend (the spec's command over the kernel task specs in
+// data/kernel/). Null when the spec asks for none.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "run/context.h"
+#include "run/engine.h"
+#include "session/kernel_lane.h"
+#include "session/patch_lane.h"
+#include "spec/session_spec.h"
+#include "sys/machine.h"
+
+namespace hone::run {
+
+Result<std::unique_ptr<session::PatchLane>> BuildPatchLane(const spec::SessionSpec& spec, const Engine& engine,
+                                                            const std::string& run_dir, const RunContext& ctx);
+
+// The spec's kernel task files, or every task spec in data/kernel/ (sorted; its
+// ops.yaml and integration.yaml are not tasks). An unreadable directory is an error.
+Result<std::vector<std::string>> KernelTaskFiles(const spec::SessionSpec& spec, const std::string& data_dir);
+
+Result<std::unique_ptr<session::KernelLane>> BuildKernelLane(const spec::SessionSpec& spec,
+                                                              const sys::MachineInfo& machine,
+                                                              const std::string& run_dir, const RunContext& ctx);
+
+}  // namespace hone::run

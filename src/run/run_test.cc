@@ -1,0 +1,382 @@
+// Fast tests of the session's builders on fakes and the shipped data files: no engine,
+// no server, no GPU.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "run/agents.h"
+#include "run/enablement.h"
+#include "run/engine.h"
+#include "run/executor.h"
+#include "run/knowledge.h"
+#include "run/lanes.h"
+#include "run/roofline.h"
+#include "run/search.h"
+#include "run/session.h"
+#include "session/coordinator.h"
+#include "sys/files.h"
+#include "target/llamacpp.h"
+#include "testing/fake_clock.h"
+#include "testing/fake_process_runner.h"
+#include "testing/kb_recipes.h"
+#include "testing/test_util.h"
+
+namespace hone::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto d = sys::TempDir::Create("hone-run");
+    ASSERT_TRUE(d);
+    dir_ = std::move(*d);
+    ctx_.data_dir = ::hone::testing::SourceDir().string();
+    ctx_.cache_dir = dir_->path() / "cache";
+    ctx_.clock = &clock_;
+    ctx_.runner = &runner_;
+    spec_.name = "t";
+    spec_.target.model.path = (dir_->path() / "m.gguf").string();
+  }
+  // A data directory holding only `file` with `text` (a broken data file).
+  std::string DataDirWith(const std::string& file, const std::string& text) {
+    fs::path root = dir_->path() / "data-root";
+    EXPECT_OK(sys::EnsureDir((root / file).parent_path()));
+    EXPECT_OK(sys::WriteFileAtomic(root / file, text));
+    return root.string();
+  }
+
+  ::hone::testing::FakeClock clock_;
+  ::hone::testing::FakeProcessRunner runner_;
+  std::unique_ptr<sys::TempDir> dir_;
+  RunContext ctx_;
+  spec::SessionSpec spec_;
+};
+
+TEST_F(RunTest, TheEnablementLadderIsDataAndABrokenFileNamesItself) {
+  ASSERT_OK_AND_ASSIGN(EnablementLadder ladder,
+                       EnablementLadder::Load(ctx_.data_dir + "/data/enablement.yaml", "llama.cpp"));
+  std::vector<Config> oom = ladder.Rungs("out_of_memory");
+  ASSERT_EQ(oom.size(), 3u);
+  EXPECT_EQ(oom[0].ToString(), "ctx_size=4096");
+  EXPECT_TRUE(ladder.Rungs("no_such_failure").empty());
+  // A broken file stops the wiring with its name, instead of "no rungs" at the first failure.
+  std::string root = DataDirWith("data/enablement.yaml", "llama.cpp:\n  out_of_memory: [ {ctx_size: 4096\n");
+  auto bad = EnablementLadder::Load(root + "/data/enablement.yaml", "llama.cpp");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("enablement.yaml"), std::string::npos) << bad.error().message;
+  auto missing = EnablementLadder::Load(dir_->path().string() + "/nowhere.yaml", "llama.cpp");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("nowhere.yaml"), std::string::npos);
+}
+
+TEST_F(RunTest, RiskComesFromTheCatalogsLevels) {
+  ASSERT_OK_AND_ASSIGN(auto adapter, target::LlamaCppAdapter::Create(ctx_.data_dir, "0.4.0"));
+  auto risky = RiskyHook(adapter->catalog());
+  EXPECT_TRUE(risky(Config{{"cache_type_k", "q8_0"}}));
+  EXPECT_TRUE(risky(Config{{"threads", "2"}, {"weights", "q4_0"}}));
+  EXPECT_FALSE(risky(Config{{"threads", "2"}}));
+}
+
+TEST_F(RunTest, IdentityWorkloadAndHardwareName) {
+  sys::MachineInfo m;
+  m.cpu_model = "AMD EPYC 7B13";
+  m.cpus = 2;
+  EXPECT_EQ(HardwareName(spec_, m), m.SlugFor(0));
+  spec_.target.hardware = "h200";
+  EXPECT_EQ(HardwareName(spec_, m), "h200");
+  kb::Identity id = SessionIdentity(spec_, "h200", "tiny", "/no/such/model.gguf", "0.4.2-dev (build 1)", "q8_0");
+  EXPECT_EQ(id.model_type, "llama");  // an unreadable model is taken for a llama
+  EXPECT_EQ(id.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(id.framework_version, "0.4.2");
+  EXPECT_EQ(id.precision, "q8_0");
+  spec_.workload.kind = "agentic";
+  spec_.workload.trace_preset = "cpu";
+  EXPECT_EQ(SessionWorkload(spec_).trace_id, "cpu");
+}
+
+session::CandidateRecord Candidate(const std::string& id, Config delta, Verdict v, std::string failure_kind = "") {
+  session::CandidateRecord c;
+  c.id = id;
+  c.delta = std::move(delta);
+  c.verdict = v;
+  c.failure_kind = std::move(failure_kind);
+  c.gain = 0.1;
+  c.ci_lo = 1.05;
+  c.ci_hi = 1.15;
+  c.candidate_trials = {"t1" + id};
+  c.reason = "because";
+  return c;
+}
+
+TEST_F(RunTest, TheCloseAdmitsOnlyAValidatedBestWithWhatTheCandidatesTaught) {
+  session::SessionState s;
+  s.stock = Config{{"threads", "2"}};
+  s.best = s.stock;
+  kb::MatchQuery q{kb::testing::TestIdentity(), {.kind = "fixed", .concurrency = 4, .isl = 512, .osl = 128}};
+  std::string why;
+  EXPECT_FALSE(AdmissionFor(s, spec_, q, {}, &why));
+  EXPECT_EQ(why, "nothing to record: the stock configuration won");
+  s.best = Config{{"threads", "2"}, {"weights", "q8_0"}, {"ubatch", "64"}};
+  EXPECT_FALSE(AdmissionFor(s, spec_, q, {}, &why));
+  EXPECT_EQ(why, "not recorded: the best configuration was not re-validated at close");
+
+  s.validated = true;
+  s.validated_gain = 0.2;
+  s.validated_lo = 1.1;
+  s.validated_hi = 1.3;
+  s.validated_best_objective = 120;
+  s.validated_stock_objective = 100;
+  s.validation_verdict = Verdict::kKeep;
+  s.validation_trials = {"t20", "t21"};
+  s.close_accuracy = "pass: token agreement 100%";
+  s.candidates = {Candidate("c1", Config{{"weights", "q8_0"}}, Verdict::kKeep),
+                  Candidate("c2", Config{{"ubatch", "64"}, {"batch", "64"}}, Verdict::kKeep),  // two knobs: no learning
+                  Candidate("c3", Config{{"ctx_size", "99999"}}, Verdict::kLaunchFailed, "out_of_memory"),
+                  Candidate("c4", Config{{"weights", "q4_0"}}, Verdict::kAccuracyFailed),
+                  Candidate("c5", Config{{"threads", "1"}}, Verdict::kRevert),
+                  Candidate("c6", Config{{"poll", "0"}}, Verdict::kInconclusive),
+                  Candidate("c7", Config{{"mlock", "on"}}, Verdict::kLaunchFailed, "bad_flag")};
+  s.candidates[6].candidate_trials.clear();
+  s.candidates[6].screen_trial = "t9";
+  auto req = AdmissionFor(s, spec_, q, {"0.1.0", "t-1", "2026-01-01T00:00:00Z"}, &why);
+  ASSERT_TRUE(req);
+  EXPECT_TRUE(req->verdict_keep);
+  EXPECT_TRUE(req->accuracy_passed);
+  EXPECT_TRUE(req->remeasured_at_close);
+  EXPECT_EQ(req->recipe.config.ToString(), "ubatch=64 weights=q8_0");
+  EXPECT_DOUBLE_EQ(req->recipe.objective.value, 120);
+  EXPECT_DOUBLE_EQ(req->recipe.baseline.value, 100);
+  ASSERT_EQ(req->recipe.learnings.size(), 1u);
+  EXPECT_EQ(req->recipe.learnings[0].knob, "weights");
+  ASSERT_EQ(req->recipe.failures.size(), 4u);
+  EXPECT_EQ(req->recipe.failures[0].kind, kb::FailureKind::kOutOfMemory);
+  EXPECT_EQ(req->recipe.failures[1].kind, kb::FailureKind::kAccuracyFailed);
+  EXPECT_EQ(req->recipe.failures[2].kind, kb::FailureKind::kRegressed);
+  EXPECT_EQ(req->recipe.failures[3].kind, kb::FailureKind::kBadFlag);
+  EXPECT_EQ(req->recipe.failures[3].trial_ids, std::vector<std::string>{"t9"});  // its screening trial
+  EXPECT_EQ(req->recipe.provenance.session_id, "t-1");
+  s.close_accuracy = "FAIL: token agreement 50%";
+  s.validation_verdict = Verdict::kInconclusive;
+  req = AdmissionFor(s, spec_, q, {}, &why);
+  EXPECT_FALSE(req->verdict_keep);
+  EXPECT_FALSE(req->accuracy_passed);
+}
+
+TEST_F(RunTest, TheKnowledgeBasesReplayJudgmentInWords) {
+  kb::ReplayVerdict v;
+  v.reason = "why";
+  v.reproduced = true;
+  v.same_point = true;
+  EXPECT_EQ(ReplayWords(v), "reproduced: why");
+  v.same_point = false;
+  EXPECT_EQ(ReplayWords(v), "transferred: why");
+  v.reproduced = false;
+  EXPECT_EQ(ReplayWords(v), "did not transfer here, recipe kept active (recorded at another operating point): why");
+  v.same_point = true;
+  EXPECT_EQ(ReplayWords(v), "did not reproduce, recipe demoted: why");
+}
+
+TEST_F(RunTest, TheKnowledgeBaseGivesPriorsAndAWarmStart) {
+  spec_.kb.path = (dir_->path() / "kb.sqlite").string();
+  ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
+  ASSERT_TRUE(store);
+  kb::MatchQuery q{kb::testing::TestIdentity(), {.kind = "fixed", .concurrency = 4, .isl = 512, .osl = 128}};
+  KbWarmStart warm(*store, spec_, q, "0.1.0");
+  std::string explanation;
+  EXPECT_FALSE(warm.Match(&explanation));  // an empty store
+  kb::Recipe r = kb::testing::TestRecipe();
+  r.failures.push_back({Config{{"ubatch", "9999"}, {"batch", "9999"}}, kb::FailureKind::kOutOfMemory, "oom", {"t-8"}});
+  ASSERT_OK(store->Admit(kb::testing::Validated(r)));
+  std::vector<search::Prior> priors = KbPriors(*store, q);
+  int learnings = 0;
+  double ubatch_share = 0;
+  for (const auto& p : priors) {
+    learnings += p.failure_kind.empty();
+    if (p.knob == "ubatch") ubatch_share = p.confidence;
+  }
+  EXPECT_EQ(learnings, 2);
+  double batch_share = 0;
+  for (const auto& p : priors) {
+    if (p.knob == "batch") batch_share = p.confidence;
+  }
+  EXPECT_GT(ubatch_share, 0);
+  EXPECT_DOUBLE_EQ(ubatch_share, batch_share);  // a failure of two knobs blames each in part
+  auto matched = warm.Match(&explanation);
+  ASSERT_TRUE(matched) << explanation;
+  EXPECT_DOUBLE_EQ(matched->recorded_gain, 0.2);
+  // A disabled knowledge base is none; broken rules are an error naming the file.
+  spec_.kb.enabled = false;
+  ASSERT_OK_AND_ASSIGN(auto none, OpenKnowledgeBase(spec_, ctx_));
+  EXPECT_FALSE(none);
+  spec_.kb.enabled = true;
+  ctx_.data_dir = DataDirWith("data/kb/admission.yaml", "min_trials: [\n");
+  auto broken = OpenKnowledgeBase(spec_, ctx_);
+  ASSERT_FALSE(broken);
+  EXPECT_NE(broken.error().message.find("data/kb/"), std::string::npos) << broken.error().message;
+}
+
+TEST_F(RunTest, TheSessionsDeviceComesFromTheTable) {
+  ASSERT_OK_AND_ASSIGN(auto table, roofline::HardwareTable::Load(ctx_.data_dir + "/data/hardware.yaml"));
+  sys::MachineInfo cpu_host;
+  cpu_host.cpu_model = "AMD EPYC 7B13";
+  cpu_host.cpus = 2;
+  auto hw = SessionHardware(table, spec_, cpu_host);
+  ASSERT_TRUE(hw);
+  EXPECT_EQ(hw->id, "epyc-zen3-2vcpu");  // by the table's CPU family rule
+  sys::MachineInfo gpu_host = cpu_host;
+  gpu_host.gpus = {"NVIDIA H200"};
+  EXPECT_EQ(SessionHardware(table, spec_, gpu_host)->id, "epyc-zen3-2vcpu");  // a CPU session on a GPU host
+  spec_.target.num_gpus = 1;
+  EXPECT_EQ(SessionHardware(table, spec_, gpu_host)->id, "h200");
+  spec_.target.num_gpus = 0;
+  spec_.target.hardware = "xeon-emr-2vcpu";
+  EXPECT_EQ(SessionHardware(table, spec_, cpu_host)->id, "xeon-emr-2vcpu");  // the spec's override
+  spec_.target.hardware.clear();
+  sys::MachineInfo unknown;
+  unknown.cpu_model = "Some Other CPU";
+  unknown.cpus = 96;
+  EXPECT_FALSE(SessionHardware(table, spec_, unknown));
+}
+
+TEST_F(RunTest, ProbedCeilingsReplaceTheTablesAndTheHookNamesThem) {
+  ASSERT_OK_AND_ASSIGN(auto table, roofline::HardwareTable::Load(ctx_.data_dir + "/data/hardware.yaml"));
+  ASSERT_OK_AND_ASSIGN(roofline::Hardware cpu, table.Find("epyc-zen3-2vcpu"));
+  sys::MachineInfo m;
+  m.cpus = 2;
+  int threads_asked = 0;
+  CeilingProbes probes;
+  probes.read_bandwidth = [&](int threads) -> Result<double> {
+    threads_asked = threads;
+    return 33e9;
+  };
+  probes.cpu_compute = [](int) -> Result<roofline::ComputePeaks> {
+    return roofline::ComputePeaks{250e9, 900e9, "avx2+fma", "avx2"};
+  };
+  probes.gpu = []() -> Result<roofline::GpuCeilings> { return Unavailable("no GPU here"); };
+  roofline::Hardware probed = WithProbedCeilings(cpu, m, probes);
+  EXPECT_EQ(threads_asked, 2);
+  EXPECT_DOUBLE_EQ(probed.MemoryBandwidth(), 33e9);
+  EXPECT_DOUBLE_EQ(*probed.FlopsPerSecond("fp32"), 250e9);
+  ASSERT_OK_AND_ASSIGN(roofline::Hardware gpu, table.Find("h200"));
+  EXPECT_DOUBLE_EQ(WithProbedCeilings(gpu, m, probes).MemoryBandwidth(), gpu.MemoryBandwidth());  // probe failed
+  // The hook over the probed device, for a small dense model.
+  ASSERT_OK_AND_ASSIGN(roofline::ModelSpec model,
+                       roofline::ModelSpecFromHfConfigText(
+                           R"({"hidden_size": 512, "intermediate_size": 1536, "num_attention_heads": 8,
+                               "num_hidden_layers": 8, "num_key_value_heads": 8, "vocab_size": 32000,
+                               "torch_dtype": "float16"})",
+                           "config.json"));
+  RooflineHook hook = MakeRooflineHook(probed, model, spec_);
+  auto note = hook(Config{}, 500, 100);
+  ASSERT_OK(note);
+  EXPECT_EQ(note->summary.rfind("epyc-zen3-2vcpu (probed 33.0 GB/s, 250 GFLOP/s fp32, 900 GOP/s int8): ", 0), 0u)
+      << note->summary;
+  EXPECT_GT(note->ratio, 0);
+  // A broken table stops the wiring naming the file.
+  ctx_.data_dir = DataDirWith("data/hardware.yaml", "devices: [\n");
+  auto bad = BuildRoofline(spec_, spec_.target.model.path, m, ctx_, probes);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("hardware.yaml"), std::string::npos) << bad.error().message;
+}
+
+TEST_F(RunTest, LanesAreBuiltOnlyWhenAskedFor) {
+  Engine engine;
+  engine.provisioned.server = "/usr/bin/llama-server";  // from PATH: no configure arguments
+  ASSERT_OK_AND_ASSIGN(auto none, BuildPatchLane(spec_, engine, dir_->path().string(), ctx_));
+  EXPECT_FALSE(none);
+  spec_.patches = {"fix.diff"};
+  auto from_path = BuildPatchLane(spec_, engine, dir_->path().string(), ctx_);
+  ASSERT_FALSE(from_path);
+  EXPECT_EQ(from_path.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(from_path.error().message.find("came from PATH"), std::string::npos);
+
+  sys::MachineInfo m;
+  m.cpu_model = "cpu";
+  ASSERT_OK_AND_ASSIGN(auto no_kernel, BuildKernelLane(spec_, m, dir_->path().string(), ctx_));
+  EXPECT_FALSE(no_kernel);
+  ASSERT_OK_AND_ASSIGN(std::vector<std::string> tasks, KernelTaskFiles(spec_, ctx_.data_dir));
+  ASSERT_FALSE(tasks.empty());
+  EXPECT_TRUE(std::is_sorted(tasks.begin(), tasks.end()));
+  for (const auto& t : tasks) {
+    EXPECT_NE(fs::path(t).filename(), "ops.yaml");
+    EXPECT_NE(fs::path(t).filename(), "integration.yaml");
+  }
+  EXPECT_FALSE(KernelTaskFiles(spec_, dir_->path().string()));  // no data/kernel/ there
+  spec_.kernel.backend = {"kbench", "lane"};
+  ASSERT_OK_AND_ASSIGN(auto kernel, BuildKernelLane(spec_, m, dir_->path().string(), ctx_));
+  EXPECT_TRUE(kernel);
+}
+
+TEST_F(RunTest, SearchExecutorAndEngineBuilders) {
+  EXPECT_TRUE(std::find(PlannerOptionsFor(spec_, "q8_0").domain.exclude.begin(),
+                        PlannerOptionsFor(spec_, "q8_0").domain.exclude.end(),
+                        "weights") != PlannerOptionsFor(spec_, "q8_0").domain.exclude.end());
+  EXPECT_TRUE(PlannerOptionsFor(spec_, "f16").domain.exclude.empty());
+  ASSERT_OK_AND_ASSIGN(bench::ServerProfile profile, BenchProfileFor("llama.cpp", ctx_.data_dir));
+  EXPECT_FALSE(profile.exact_length_fields.empty());
+  EXPECT_EQ(BenchProfileFor("tgi", ctx_.data_dir).error().code, ErrorCode::kInvalidArgument);
+
+  target::Provisioned p;
+  p.version = "0.4.0";
+  p.server = "/x/llama-server";
+  p.src_dir = dir_->path() / "src";  // no README: the KLD text is a fixed filler
+  auto missing = BuildEngine(spec_, ctx_, p);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(missing.error().message.find("m.gguf"), std::string::npos);
+
+  Engine engine;
+  engine.provisioned = p;
+  ASSERT_OK_AND_ASSIGN(engine.adapter, target::LlamaCppAdapter::Create(ctx_.data_dir, "0.4.0"));
+  engine.model_path = spec_.target.model.path;
+  engine.models = std::make_unique<measure::ModelStore>(engine.model_path, "", (dir_->path() / "v").string());
+  spec_.workload.kind = "agentic";
+  spec_.workload.trace_preset = "cpu";
+  spec_.workload.trace_sessions = 3;
+  const std::string run_dir = (dir_->path() / "run").string();
+  ASSERT_OK_AND_ASSIGN(auto executor, BuildExecutor(spec_, run_dir, engine, "cpu-test", ctx_));
+  EXPECT_TRUE(executor);
+  EXPECT_EQ(sys::ReadFile(fs::path(run_dir) / "accuracy" / "kld-text.txt").value_or(""), std::string(3000, 'a'));
+  EXPECT_TRUE(sys::FileExists(fs::path(run_dir) / "traces.jsonl"));
+  EXPECT_EQ(LaunchCommand(engine, spec_, Config{{"threads", "2"}}, "").rfind("/x/llama-server", 0), 0u)
+      << LaunchCommand(engine, spec_, Config{{"threads", "2"}}, "");
+}
+
+TEST_F(RunTest, TheCriticSeesTheEvidenceAndTheRealNoiseFloor) {
+  session::CandidateRecord c = Candidate("c4", Config{{"threads", "4"}}, Verdict::kPending);
+  c.incumbent = Config{{"threads", "2"}};
+  c.config = Config{{"threads", "4"}};
+  c.pairs = 3;
+  c.incumbent_values = {1, 2, 3};
+  c.candidate_values = {2, 3, 4};
+  agent::Decision d = CriticDecision(c, Verdict::kKeep, 0.031);
+  EXPECT_EQ(d.subject, "c4");
+  EXPECT_EQ(d.measured_verdict, Verdict::kKeep);
+  EXPECT_DOUBLE_EQ(d.noise_floor, 0.031);
+  EXPECT_EQ(d.incumbent, "threads=2");
+  EXPECT_EQ(d.pairs, 3);
+  EXPECT_EQ(agent::EvidenceProblem(d), "");
+  ASSERT_OK_AND_ASSIGN(Agents none, BuildAgents(spec_));
+  EXPECT_FALSE(none.critic);
+  EXPECT_EQ(AgentSummary(none), "");
+}
+
+// `hone resume` of a closed session answers from its state, without an engine.
+TEST_F(RunTest, ResumingAClosedSessionRunsNothing) {
+  session::SessionState s = session::Coordinator::NewState(spec_, dir_->path().string(), clock_);
+  s.phase = session::Phase::kDone;
+  s.stop_reason = "completed";
+  ASSERT_OK(session::SaveState(dir_->path().string(), s));
+  ASSERT_OK_AND_ASSIGN(SessionOutcome out, RunSession(spec_, dir_->path().string(), ctx_, /*resume=*/true));
+  EXPECT_TRUE(out.already_closed);
+  EXPECT_EQ(out.state.stop_reason, "completed");
+  // A new session needs its engine: the error says how to get one.
+  auto fresh = RunSession(spec_, (dir_->path() / "new").string(), ctx_, /*resume=*/false);
+  ASSERT_FALSE(fresh);
+  EXPECT_NE(fresh.error().message.find("hone provision llama.cpp"), std::string::npos) << fresh.error().message;
+}
+
+}  // namespace
+}  // namespace hone::run

@@ -1,0 +1,238 @@
+// One candidate, from first trial to verdict: Coordinator::Assess gathers the
+// evidence (a screening trial, the accuracy gate for risky changes, the paired
+// comparison, the critic's review, the accuracy gate before a KEEP stands), Decide
+// (session/comparison.h) turns it into the verdict, and Finish records it and adopts
+// a KEEP. Also the source patches, whose verdict stands once the patch lane answered.
+#include <cstdio>
+
+#include "core/stats.h"
+#include "session/coordinator.h"
+
+namespace hone::session {
+
+using measure::TrialRole;
+
+namespace {
+
+// Direction-adjusted "candidate is better by" for a screening comparison.
+double Better(double candidate, double reference, bool maximize) {
+  if (reference <= 0 || candidate <= 0) return maximize ? (candidate - reference) : (reference - candidate);
+  return maximize ? candidate / reference - 1.0 : reference / candidate - 1.0;
+}
+
+}  // namespace
+
+int Coordinator::KeepsThisCycle() const {
+  int keeps = 0;
+  for (const CandidateRecord& c : state_.candidates) {
+    keeps += c.cycle == state_.cycle && c.verdict == Verdict::kKeep &&
+             (c.phase == CandidatePhase::kFramework || c.phase == CandidatePhase::kKernel);
+  }
+  return keeps;
+}
+
+measure::VerdictInput Coordinator::VerdictSettings(int looks, uint64_t seed) const {
+  measure::VerdictInput in;
+  in.maximize = spec_.objective.maximize;
+  in.min_gain = spec_.measurement.min_gain;
+  in.noise_floor = state_.noise_floor;
+  in.confidence = spec_.measurement.confidence;
+  in.looks = looks;
+  in.seed = seed;
+  return in;
+}
+
+int Coordinator::PlannedLooks() const {
+  const auto& m = spec_.measurement;
+  return session::PlannedLooks(m.min_pairs, m.max_pairs, m.pair_step);
+}
+
+Status Coordinator::CheckAccuracy(CandidateRecord& c) {
+  HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
+  c.accuracy = a.detail;
+  c.accuracy_passed = a.passed;
+  ledger_.Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
+  ledger_.Progress("  accuracy " + std::string(a.passed ? "pass" : "FAIL") + ": " + a.detail);
+  return Ok();
+}
+
+Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
+  const measure::OperatingPoint point = ledger_.Primary();
+  // Screening: one unpaired trial drops clear losers and launch failures cheaply.
+  if (spec_.measurement.screen && c.screen_trial.empty() && c.candidate_values.empty()) {
+    if (!ledger_.CanAfford(1)) {
+      e.vetoes.push_back({VetoKind::kBudget, "not enough budget left to measure it"});
+      return Ok();
+    }
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o,
+                          ledger_.RunTrial(TrialRole::kScreen, c.config, point, c.server_binary));
+    c.screen_trial = o.id;
+    if (!o.launched || !o.valid) {
+      c.failure_kind = o.failure_kind;
+      e.vetoes.push_back(TrialVeto(o));
+      return Ok();
+    }
+    if (!state_.best_values.empty()) {
+      double better = Better(o.objective, Mean(state_.best_values), spec_.objective.maximize);
+      if (better < -spec_.measurement.screen_drop) {
+        c.gain = better;
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "screening trial %.1f%% worse than the incumbent's mean (drop at %.0f%%)",
+                      -better * 100, spec_.measurement.screen_drop * 100);
+        e.vetoes.push_back({VetoKind::kScreenDrop, buf});
+        return Ok();
+      }
+    }
+    HONE_TRY(ledger_.Save());
+  }
+  // Accuracy first for changes that can alter outputs: a failure costs no pairs.
+  // A source patch is new code: always accuracy-checked before pairs.
+  const bool risky = !c.patch.empty() || (services_.risky && services_.risky(c.delta));
+  if (risky && c.accuracy.empty() && spec_.accuracy.enabled) {
+    HONE_TRY(CheckAccuracy(c));
+    if (!c.accuracy_passed) {
+      e.vetoes.push_back({VetoKind::kAccuracy, c.accuracy});
+      return Ok();
+    }
+    HONE_TRY(ledger_.Save());
+  }
+  // Paired, interleaved trials: incumbent (A) then candidate (B).
+  const auto& m = spec_.measurement;
+  PairPlan plan;
+  plan.a = {TrialRole::kIncumbent, c.incumbent, c.incumbent_binary};
+  plan.b = {TrialRole::kCandidate, c.config, c.server_binary};
+  plan.point = point;
+  plan.min_pairs = m.min_pairs;
+  plan.max_pairs = m.max_pairs;
+  plan.pair_step = m.pair_step;
+  plan.judge = VerdictSettings(PlannedLooks(), static_cast<uint64_t>(state_.next_candidate));
+  plan.slo_veto = true;
+  PairLog log(c.incumbent_trials, c.incumbent_values, c.candidate_trials, c.candidate_values);
+  HONE_ASSIGN_OR_RETURN(e.comparison, RunComparison(ledger_, plan, log));
+  if (const auto& judged = e.comparison->judged) {
+    c.gain = judged->gain;
+    c.ci_lo = judged->ratio.lo;
+    c.ci_hi = judged->ratio.hi;
+    c.threshold = judged->threshold;
+    c.pairs = judged->pairs;
+    c.reason = judged->reason;
+  }
+  if (e.comparison->end == ComparisonEnd::kFailedB) c.failure_kind = e.comparison->failed->failure_kind;
+  // Only a verdict the pairs reached goes on (a failed trial or an SLO already decided).
+  const bool judged = e.comparison->judged &&
+                      (e.comparison->end == ComparisonEnd::kComplete || e.comparison->end == ComparisonEnd::kBudget);
+  if (!judged) return Ok();
+  const Verdict measured = e.Decided().verdict;
+  // The critic reviews every measured verdict; its refusal is a veto.
+  if (services_.critic && c.critic.empty()) {
+    auto review = services_.critic(c, measured);
+    if (review) {
+      c.critic = std::string(review->approve ? "approved" : "refused") + ": " + review->reason +
+                 (review->learning.empty() ? "" : " (learning: " + review->learning + ")");
+      ledger_.Event("critic", {{"candidate", c.id},
+                               {"approve", review->approve ? "true" : "false"},
+                               {"reason", review->reason},
+                               {"signature", review->signature}});
+      if (!review->approve) e.vetoes.push_back({VetoKind::kCritic, review->reason});
+    } else {
+      c.critic = "no review: " + review.error().message;
+    }
+  }
+  // Nothing is kept without an accuracy pass.
+  if (e.Decided().verdict == Verdict::kKeep && spec_.accuracy.enabled && c.accuracy.empty()) {
+    HONE_TRY(CheckAccuracy(c));
+    if (!c.accuracy_passed) e.vetoes.push_back({VetoKind::kAccuracy, c.accuracy});
+  }
+  return Ok();
+}
+
+Status Coordinator::Evaluate(CandidateRecord& c) {
+  Evidence e;
+  HONE_TRY(Assess(c, e));
+  return Finish(c, e.Decided());
+}
+
+Status Coordinator::Finish(CandidateRecord& c, const Decision& d) {
+  c.verdict = d.verdict;
+  c.reason = d.reason;
+  c.finished_s = ledger_.Now();
+  const std::string verdict(VerdictName(c.verdict));
+  ledger_.Event("verdict", {{"candidate", c.id},
+                            {"verdict", verdict},
+                            {"gain", Fmt("%.5f", c.gain)},
+                            {"ci_lo", Fmt("%.5f", c.ci_lo)},
+                            {"ci_hi", Fmt("%.5f", c.ci_hi)},
+                            {"reason", c.reason}});
+  ledger_.Progress("  " + c.id + " " + verdict + ": " + c.reason);
+  if (c.verdict == Verdict::kKeep) {
+    state_.best = c.config;
+    state_.server_binary = c.server_binary;
+    state_.best_trials = c.candidate_trials;
+    state_.best_values = c.candidate_values;
+  }
+  if (services_.proposer) {
+    search::Observation obs;
+    obs.candidate.idea = c.idea;
+    obs.candidate.delta = c.delta;
+    obs.config = c.config;
+    obs.verdict = c.verdict;
+    obs.gain = c.gain;
+    obs.failure_kind = c.failure_kind;
+    services_.proposer->Observe(obs);
+  }
+  return ledger_.Save();
+}
+
+Status Coordinator::TryPatches() {
+  if (!services_.patches) return Ok();
+  for (const PatchIdea& idea : services_.patches->Pending(state_)) {
+    if (ledger_.Stopping() || !ledger_.CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
+    search::Candidate cand{"patch:" + idea.id, idea.title, Config{}, "source patch " + idea.id, 0};
+    CandidateRecord& c = ledger_.NewCandidate(CandidatePhase::kFramework, cand, state_.best);
+    c.patch = idea.id;
+    const std::string cid = c.id;
+    HONE_TRY(ledger_.Save());
+    // The lane commits only what the measurement keeps; the verdict stands once the
+    // lane has answered (an uncommitted KEEP is not kept).
+    std::optional<Evidence> evidence;
+    Status measured = Ok();
+    auto result = services_.patches->Try(idea, [&](const std::string& binary) -> Result<bool> {
+      CandidateRecord* rec = ledger_.FindCandidate(cid);
+      rec->server_binary = binary;
+      evidence.emplace();
+      measured = Assess(*rec, *evidence);
+      HONE_TRY(measured);
+      return evidence->Decided().verdict == Verdict::kKeep;
+    });
+    // Interrupted: the candidate stays pending (a resumed Framework closes it).
+    if (!measured && measured.error().code == ErrorCode::kCancelled) return measured;
+    if (!result && result.error().code == ErrorCode::kCancelled) return Fail(result.error());
+    CandidateRecord* rec = ledger_.FindCandidate(cid);
+    Evidence e = evidence.value_or(Evidence{});
+    if (!measured) {
+      e.vetoes.push_back({VetoKind::kPatchFailed, "the measurement failed: " + measured.error().message});
+    } else if (!result) {
+      e.vetoes.push_back({e.comparison ? VetoKind::kNotCommitted : VetoKind::kPatchFailed, result.error().message});
+    } else {
+      rec->rationale += (result->diffstat.empty() ? "" : " (" + result->diffstat + ")");
+      const bool kept = result->status == PatchStatus::kKept;
+      if (kept) rec->server_binary = result->binary;  // the persistent copy, not the build dir
+      if (!evidence) {
+        const std::string reason = result->reason + (result->stopped_by.empty() ? "" : " [" + result->stopped_by + "]");
+        e.vetoes.push_back(
+            {result->status == PatchStatus::kBuildFailed ? VetoKind::kBuildFailed : VetoKind::kPatchRejected, reason});
+      } else if (!kept) {
+        e.vetoes.push_back({VetoKind::kNotCommitted, result->reason});
+      }
+    }
+    HONE_TRY(Finish(*rec, e.Decided()));
+    ledger_.Event("patch", {{"candidate", rec->id},
+                            {"patch", idea.id},
+                            {"verdict", std::string(VerdictName(rec->verdict))},
+                            {"reason", rec->reason}});
+    HONE_TRY(ledger_.Save());
+  }
+  return Ok();
+}
+
+}  // namespace hone::session
