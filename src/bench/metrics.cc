@@ -31,6 +31,7 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
   for (const RequestRecord& rec : run.records) {
     if (rec.phase == Phase::kWarmup) {
       ++r.warmup;
+      if (!rec.ok()) ++r.warmup_error_categories[std::string(ErrorCategoryName(rec.error))];
       continue;
     }
     if (rec.cut) {
@@ -84,6 +85,14 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
     }
     queue.push_back(rec->client_queue_s);
     isl.push_back(static_cast<double>(rec->isl));
+    if (rec->isl_expected > 0 && rec->count_source == CountSource::kUsage) {
+      double err = static_cast<double>(rec->isl - rec->isl_expected) / static_cast<double>(rec->isl_expected);
+      BenchResult::IslError& e = r.isl_error ? *r.isl_error : r.isl_error.emplace();
+      ++e.n;
+      e.mean_abs += std::fabs(err);
+      e.mean_signed += err;
+      e.max_abs = std::max(e.max_abs, std::fabs(err));
+    }
     osl.push_back(static_cast<double>(rec->osl));
     if (rec->cached_tokens >= 0) {
       cached += rec->cached_tokens;
@@ -162,6 +171,10 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
   r.e2el = Summarize(e2el);
   r.client_queue = Summarize(queue);
   r.e2e_norm = Summarize(e2e_norm);
+  if (r.isl_error) {
+    r.isl_error->mean_abs /= r.isl_error->n;
+    r.isl_error->mean_signed /= r.isl_error->n;
+  }
   r.isl_dist = Summarize(isl);
   r.osl_dist = Summarize(osl);
   r.intvty = InversePercentiles(tpot);

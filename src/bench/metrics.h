@@ -49,6 +49,7 @@ struct RunContext {  // echoed into the result
   int num_prompts = 0, num_warmups = 0;
   uint64_t seed = 0;
   std::string trace;
+  std::string token_sizing;    // agentic: "llama.cpp /tokenize", "tokens-per-word 1.3", ...
   int num_gpus = 1;
   std::string hardware;
   std::string precision;
@@ -65,6 +66,7 @@ struct BenchResult {
   int total = 0, successful = 0, warmup = 0, failed = 0, osl_mismatches = 0;
   int cut = 0;  // cut at a measurement window's end: neither successful nor failed
   std::map<std::string, int> error_categories;
+  std::map<std::string, int> warmup_error_categories;  // failed warm-up requests (not in `failed`)
   std::string count_source;  // usage | chunks | mixed
   // Window and throughput
   double duration_s = 0;
@@ -82,6 +84,13 @@ struct BenchResult {
   std::map<std::string, double> intvty;           // "p50" -> 1/p50(TPOT) ...
   std::map<std::string, double> e2e_norm_intvty;  // "p90" -> 1/p90(E2EL/OSL) ...
   Summary isl_dist, osl_dist;
+  // Input length against the plan (agentic: the trace's `in`), over successful
+  // profiling requests whose ISL the server counted: |isl - planned| / planned.
+  struct IslError {
+    int n = 0;
+    double mean_abs = 0, max_abs = 0, mean_signed = 0;  // fractions (0.01 = 1%)
+  };
+  std::optional<IslError> isl_error;
   // Cache
   std::optional<double> theoretical_hit_rate;
   std::optional<double> usage_cached_rate;

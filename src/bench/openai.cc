@@ -45,9 +45,10 @@ ErrorCategory CategorizeHttpStatus(int status, std::string_view body) {
   return ErrorCategory::kHttp4xx;
 }
 
-StreamHandler::StreamHandler(RequestRecord record, DoneCallback on_done)
+StreamHandler::StreamHandler(RequestRecord record, DoneCallback on_done, int64_t context_limit)
     : record_(std::move(record)),
       on_done_(std::move(on_done)),
+      context_limit_(context_limit),
       sse_([this](std::string_view data, int64_t t) { OnEvent(data, t); }) {}
 
 void StreamHandler::OnHeaders(int status, const net::Headers&, int64_t) { record_.http_status = status; }
@@ -57,6 +58,7 @@ void StreamHandler::OnBody(std::string_view data, int64_t recv_ns) {
     if (error_body_.size() < 2048) error_body_.append(data.substr(0, 2048 - error_body_.size()));
     return;
   }
+  if (data.size() < 16) ++small_reads_;
   if (!sse_.Feed(data, recv_ns) && record_.ok()) SetError(ErrorCategory::kMalformed, "SSE event too large");
 }
 
@@ -81,6 +83,7 @@ bool HasNonEmptyString(std::string_view data, std::string_view key) {
 }  // namespace
 
 void StreamHandler::OnEvent(std::string_view data, int64_t recv_ns) {
+  ++events_;
   if (data == "[DONE]") {
     saw_done_ = true;
     return;
@@ -148,12 +151,29 @@ void StreamHandler::OnDone(net::TransportError error, std::string_view detail, i
   if (record_.ok() && record_.chunk_ns.empty() && record_.osl_expected > 0) {
     SetError(ErrorCategory::kNoContent, "no content chunk in a complete stream");
   }
+  // A server sends each event in one write; a response that came in many more reads
+  // of a few bytes than it has events was dripped (slow-loris): its timings are the
+  // drip's, not the engine's.
+  if (record_.ok() && small_reads_ >= 16 && small_reads_ >= 2 * (events_ + 2)) {
+    SetError(ErrorCategory::kSlowStream,
+             std::to_string(small_reads_) + " reads of a few bytes for " + std::to_string(events_) + " events");
+  }
   if (saw_usage_) {
     record_.count_source = CountSource::kUsage;
   } else {
     record_.count_source = CountSource::kChunks;
     record_.osl = static_cast<int64_t>(record_.chunk_ns.size());
     if (record_.isl == 0) record_.count_source = CountSource::kChunks;
+  }
+  const int64_t prompt = record_.isl > 0 ? record_.isl : record_.isl_expected;
+  if (context_limit_ > 0 && record_.osl_expected > 0 && prompt + record_.osl_expected > context_limit_ &&
+      (!record_.ok() || record_.osl != record_.osl_expected)) {
+    // Whatever shape the server gave it (a 400, an error event, output stopped at the
+    // end of the context), the cause is the slot's size.
+    record_.error = ErrorCategory::kContextOverflow;
+    record_.error_detail = "prompt " + std::to_string(prompt) + " + max_tokens " + std::to_string(record_.osl_expected) +
+                           " > slot context " + std::to_string(context_limit_) +
+                           (record_.error_detail.empty() ? "" : " (" + record_.error_detail.substr(0, 120) + ")");
   }
   if (record_.ok() && record_.osl_expected > 0 && record_.osl != record_.osl_expected) record_.osl_mismatch = true;
   if (on_done_) on_done_(*this);

@@ -38,7 +38,10 @@ std::string BuildRequestBody(const RequestSpec& spec, const ServerProfile& profi
 class StreamHandler final : public net::ResponseHandler {
  public:
   using DoneCallback = std::function<void(StreamHandler&)>;
-  StreamHandler(RequestRecord record, DoneCallback on_done);
+  // `context_limit`: the server's per-slot context (0 = unknown); a request whose
+  // prompt + forced output exceeds it and fails or comes back short is a
+  // context_overflow, not an output-length mismatch.
+  StreamHandler(RequestRecord record, DoneCallback on_done, int64_t context_limit = 0);
 
   void OnHeaders(int status, const net::Headers& headers, int64_t recv_ns) override;
   void OnBody(std::string_view data, int64_t recv_ns) override;
@@ -52,10 +55,13 @@ class StreamHandler final : public net::ResponseHandler {
 
   RequestRecord record_;
   DoneCallback on_done_;
+  int64_t context_limit_ = 0;
   net::SseParser sse_;
   std::string error_body_;  // non-200 response body (first 2 KiB)
   bool saw_done_ = false;
   bool saw_usage_ = false;
+  int64_t small_reads_ = 0;  // body pieces of a 200 response under 16 bytes
+  int64_t events_ = 0;
 };
 
 // Classifies a non-200 response into a category (429, 500, 503, context overflow ...).

@@ -23,6 +23,7 @@ std::string_view ErrorCategoryName(ErrorCategory c) {
     case ErrorCategory::kContextOverflow: return "context_overflow";
     case ErrorCategory::kStreamError: return "stream_error";
     case ErrorCategory::kNoContent: return "no_content";
+    case ErrorCategory::kSlowStream: return "slow_stream";
     case ErrorCategory::kCancelled: return "cancelled";
   }
   return "unknown";

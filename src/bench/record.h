@@ -55,6 +55,7 @@ enum class ErrorCategory {
   kContextOverflow,  // the prompt did not fit the server's context
   kStreamError,      // an error object inside a 200 stream
   kNoContent,        // a complete stream without a single content token
+  kSlowStream,       // the response was dripped a few bytes at a time (slow-loris)
   kCancelled,
 };
 std::string_view ErrorCategoryName(ErrorCategory c);
@@ -73,6 +74,7 @@ struct RequestRecord {
   int64_t t_last_ns = 0;   // last content chunk
   int64_t t_end_ns = 0;    // stream closed
   int64_t isl = 0;
+  int64_t isl_expected = 0;  // the planned input (agentic: the trace's `in`); 0 when not planned
   int64_t osl = 0;
   int64_t osl_expected = 0;
   int64_t cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens (or llama.cpp timings.cache_n)

@@ -30,30 +30,43 @@ int64_t Lcp(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
 
 }  // namespace
 
-PayloadBuilder::PayloadBuilder(const ReplaySession& session, std::string marker, double tokens_per_word)
-    : session_(session), marker_(std::move(marker)), tokens_per_word_(tokens_per_word),
-      trace_seed_(Hash64(session.trace_id)) {
+PayloadBuilder::PayloadBuilder(const ReplaySession& session, uint64_t marker_id, const TokenPlan* tokens,
+                               double tokens_per_word, Endpoint endpoint)
+    : session_(session), tokens_(tokens && tokens->usable() ? tokens : nullptr), tokens_per_word_(tokens_per_word),
+      endpoint_(endpoint), trace_seed_(Hash64(session.trace_id)) {
+  if (tokens_) {
+    marker_ = PoolText(*tokens_, marker_id, kMarkerTokens);
+  } else {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "[rid:%012llx]\n\n", static_cast<unsigned long long>(marker_id & 0xffffffffffffULL));
+    marker_ = buf;
+  }
   int streams = 1;
   for (const auto& n : session.nodes) streams = std::max(streams, n.stream + 1);
   conv_.resize(static_cast<size_t>(streams));
   blocks_.resize(static_cast<size_t>(streams));
 }
 
+std::string PayloadBuilder::BlockText(int64_t hash_id) const {
+  const uint64_t seed = MixSeed(trace_seed_, static_cast<uint64_t>(hash_id));
+  if (tokens_) return PoolText(*tokens_, seed, session_.block_size);
+  return TextSynth(tokens_per_word_).Text(seed, session_.block_size);
+}
+
 std::string PayloadBuilder::Render(const Msg& m) const {
-  TextSynth synth(tokens_per_word_);
+  // Token plan: every piece is pool words with leading spaces, so pieces simply
+  // concatenate and their token counts add up. Legacy text: newline-separated.
+  const std::string sep = tokens_ ? "" : "\n";
   std::string out;
   for (int64_t b : m.blocks) {
-    if (!out.empty()) out += '\n';
-    out += synth.Text(MixSeed(trace_seed_, static_cast<uint64_t>(b)), session_.block_size);
+    if (!out.empty()) out += sep;
+    out += BlockText(b);
   }
   if (!m.extra.empty()) {
-    if (m.extra.starts_with("[rid:")) {
-      out = m.extra + out;
-    } else {
-      if (!out.empty()) out += '\n';
-      out += m.extra;
-    }
+    if (!out.empty()) out += sep;
+    out += m.extra;
   }
+  if (m.marker) out = marker_ + out;
   return out;
 }
 
@@ -62,16 +75,13 @@ std::vector<Message> PayloadBuilder::Build(const ReplayNode& node) {
   auto& conv = conv_[static_cast<size_t>(node.stream)];
   auto& prev = blocks_[static_cast<size_t>(node.stream)];
   const std::vector<int64_t>& h = node.hash_ids;
-  TextSynth synth(tokens_per_word_);
-  int64_t tail_tokens = node.isl - static_cast<int64_t>(h.size()) * bs;
-  std::string tail = tail_tokens > 0 ? synth.Text(MixSeed(trace_seed_, 0x7a11ULL + static_cast<uint64_t>(node.id)),
-                                                  tail_tokens)
-                                     : "";
+  const bool has_tail = node.isl > static_cast<int64_t>(h.size()) * bs;
+  const std::string filler = tokens_ ? PoolText(*tokens_, MixSeed(trace_seed_, 0xc0c0), 1) : "continue";
   if (node.first_in_stream || conv.empty()) {
     conv.clear();
     int64_t sys = std::min<int64_t>(session_.system_blocks, static_cast<int64_t>(h.size()));
-    if (sys > 0) conv.push_back({"system", std::vector<int64_t>(h.begin(), h.begin() + sys), ""});
-    conv.push_back({"user", std::vector<int64_t>(h.begin() + sys, h.end()), node.stream == 0 ? marker_ : ""});
+    if (sys > 0) conv.push_back({"system", std::vector<int64_t>(h.begin(), h.begin() + sys), false, ""});
+    conv.push_back({"user", std::vector<int64_t>(h.begin() + sys, h.end()), node.stream == 0, ""});
   } else {
     int64_t lcp = Lcp(prev, h);
     // Keep whole messages within the common prefix; trim the one that straddles it.
@@ -82,7 +92,7 @@ std::vector<Message> PayloadBuilder::Build(const ReplayNode& node) {
       if (used + n > lcp) {
         if (lcp > used) {
           conv[keep].blocks.resize(static_cast<size_t>(lcp - used));
-          conv[keep].extra = conv[keep].extra.starts_with("[rid:") ? conv[keep].extra : "";
+          conv[keep].extra.clear();
           used = lcp;
           ++keep;
         }
@@ -93,17 +103,71 @@ std::vector<Message> PayloadBuilder::Build(const ReplayNode& node) {
     conv.resize(keep);
     std::vector<int64_t> fresh(h.begin() + std::min<int64_t>(used, static_cast<int64_t>(h.size())), h.end());
     int64_t a = std::min<int64_t>((node.prev_out + bs - 1) / bs, static_cast<int64_t>(fresh.size()));
-    if (a == static_cast<int64_t>(fresh.size()) && a > 0 && tail.empty()) --a;  // leave the user something
-    if (a > 0) conv.push_back({"assistant", std::vector<int64_t>(fresh.begin(), fresh.begin() + a), ""});
-    Msg user{"user", std::vector<int64_t>(fresh.begin() + a, fresh.end()), ""};
-    if (user.blocks.empty() && tail.empty()) user.extra = "continue";
+    if (a == static_cast<int64_t>(fresh.size()) && a > 0 && !has_tail) --a;  // leave the user something
+    if (a > 0) conv.push_back({"assistant", std::vector<int64_t>(fresh.begin(), fresh.begin() + a), false, ""});
+    Msg user{"user", std::vector<int64_t>(fresh.begin() + a, fresh.end()), false, ""};
+    if (user.blocks.empty() && !has_tail) user.extra = filler;
     conv.push_back(user);
   }
   prev = h;
   std::vector<Message> out;
   for (const Msg& m : conv) out.push_back({m.role, Render(m)});
-  if (!tail.empty()) out.back().content += (out.back().content.empty() ? "" : "\n") + tail;
+  if (tokens_) {
+    FitToTrace(out, node);
+  } else if (has_tail) {
+    int64_t tail_tokens = node.isl - static_cast<int64_t>(h.size()) * bs;
+    std::string tail = TextSynth(tokens_per_word_).Text(MixSeed(trace_seed_, 0x7a11ULL + static_cast<uint64_t>(node.id)),
+                                                        tail_tokens);
+    out.back().content += (out.back().content.empty() ? "" : "\n") + tail;
+  }
   return out;
+}
+
+void PayloadBuilder::FitToTrace(std::vector<Message>& out, const ReplayNode& node) {
+  // Every content is pool words, one token each: its token count is its word count.
+  auto words = [](const std::string& s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ' ')); };
+  std::vector<std::string> roles;
+  int64_t content = 0;
+  for (const Message& m : out) {
+    roles.push_back(m.role);
+    content += words(m.content);
+  }
+  const int64_t overhead =
+      endpoint_ == Endpoint::kChat ? ChatOverhead(*tokens_, roles) : tokens_->completion_base;
+  int64_t need = node.isl - overhead - content;
+  if (need > 0) {
+    // The partial tail and the template's shortfall: fresh words on the last message.
+    out.back().content += PoolText(*tokens_, MixSeed(trace_seed_, 0x7a11ULL + static_cast<uint64_t>(node.id)), need);
+    content += need;
+  }
+  // The template's own tokens come off the end of the newest content: the shared
+  // prefix (earlier messages) stays byte-identical with the turns before.
+  for (size_t i = out.size(); need < 0 && i-- > 0;) {
+    std::string& c = out[i].content;
+    while (need < 0 && !c.empty()) {
+      size_t cut = c.rfind(' ');
+      c.resize(cut == std::string::npos ? 0 : cut);
+      ++need;
+      --content;
+    }
+  }
+  planned_tokens_ = overhead + content;
+}
+
+RequestSpec PayloadBuilder::BuildRequest(const ReplayNode& node) {
+  RequestSpec spec;
+  spec.endpoint = endpoint_;
+  std::vector<Message> messages = Build(node);
+  if (endpoint_ == Endpoint::kChat) {
+    spec.messages = std::move(messages);
+  } else {
+    for (const Message& m : messages) {
+      if (!tokens_ && !spec.prompt_text.empty()) spec.prompt_text += "\n";
+      spec.prompt_text += m.content;
+    }
+  }
+  spec.isl_expected = node.isl;
+  return spec;
 }
 
 namespace {
@@ -183,24 +247,17 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
   int64_t window_end_ns = INT64_MAX;
 
   auto marker_for = [&](size_t session_index, int play) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "[rid:%012llx]\n\n",
-                  static_cast<unsigned long long>(MixSeed(MixSeed(options.seed, session_index), static_cast<uint64_t>(play)) &
-                                                  0xffffffffffffULL));
-    return std::string(buf);
+    return MixSeed(MixSeed(options.seed, session_index), static_cast<uint64_t>(play));
   };
 
-  // Sends a node of a lane's play; `prebuilt` carries the messages when the caller
-  // already built them (the warm-up turn, built while replaying history).
-  auto send = [&](int lane_index, int node_id, Phase phase, int64_t max_tokens, std::vector<Message>* prebuilt) {
+  // Sends a node of a lane's play; `prebuilt` carries the request when the caller
+  // already built it (the warm-up turn, built while replaying history).
+  auto send = [&](int lane_index, int node_id, Phase phase, int64_t max_tokens, RequestSpec* prebuilt) {
     Lane& lane = lanes[static_cast<size_t>(lane_index)];
     const ReplaySession& s = sessions[lane.play.session_index];
     const ReplayNode& node = s.nodes[static_cast<size_t>(node_id)];
-    RequestSpec spec;
-    spec.endpoint = Endpoint::kChat;
-    spec.messages = prebuilt ? std::move(*prebuilt) : lane.play.builder->Build(node);
+    RequestSpec spec = prebuilt ? std::move(*prebuilt) : lane.play.builder->BuildRequest(node);
     spec.max_tokens = max_tokens;
-    spec.isl_expected = node.isl;
     spec.phase = phase;
     spec.session = s.trace_id + "#" + std::to_string(lane.play.play_number);
     spec.turn = node.id;
@@ -212,6 +269,7 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
     rec.session = spec.session;
     rec.turn = spec.turn;
     rec.isl = spec.isl_expected;
+    rec.isl_expected = spec.isl_expected;
     rec.osl_expected = max_tokens;
     rec.hit_blocks = spec.hit_blocks;
     rec.total_blocks = spec.total_blocks;
@@ -219,7 +277,8 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
     if (phase == Phase::kProfiling && out.window_start_ns == 0) out.window_start_ns = rec.t_start_ns;
     auto entry = std::make_unique<InFlight>();
     InFlight* e = entry.get();
-    e->handler = std::make_unique<StreamHandler>(std::move(rec), [e](StreamHandler&) { e->done = true; });
+    e->handler =
+        std::make_unique<StreamHandler>(std::move(rec), [e](StreamHandler&) { e->done = true; }, options.slot_context);
     e->lane = lane_index;
     e->node = node_id;
     e->warmup = phase == Phase::kWarmup;
@@ -227,7 +286,7 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
     in_flight.push_back(std::move(entry));
     if (phase == Phase::kProfiling) lane.play.state[static_cast<size_t>(node_id)] = NodeState::kInFlight;
     loop->Submit({.method = "POST", .host = options.host, .port = options.port,
-                  .path = std::string(EndpointPath(Endpoint::kChat)), .body = BuildRequestBody(spec, options.profile)},
+                  .path = std::string(EndpointPath(ag.endpoint)), .body = BuildRequestBody(spec, options.profile)},
                  raw, options.limits);
     out.peak_in_flight = std::max(out.peak_in_flight, static_cast<int>(loop->active()));
   };
@@ -235,7 +294,7 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
   // Starts the lane's next play at root turn `start_root_turn`; the history before it
   // is built (not sent) and the messages of the turn just before it are left in
   // `warmup` (with its node id in `warmup_node`).
-  auto start_play = [&](int lane_index, int start_root_turn, std::vector<Message>* warmup, int* warmup_node) -> bool {
+  auto start_play = [&](int lane_index, int start_root_turn, RequestSpec* warmup, int* warmup_node) -> bool {
     if (ag.max_plays > 0 && plays_started >= ag.max_plays) return false;
     Lane& lane = lanes[static_cast<size_t>(lane_index)];
     size_t si = order[next_session % order.size()];
@@ -245,7 +304,8 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
     lane.play = Play{};
     lane.play.session_index = si;
     lane.play.play_number = plays_started++;
-    lane.play.builder = std::make_unique<PayloadBuilder>(s, marker_for(si, lane.play.play_number), ag.tokens_per_word);
+    lane.play.builder = std::make_unique<PayloadBuilder>(s, marker_for(si, lane.play.play_number), ag.tokens,
+                                                         ag.tokens_per_word, ag.endpoint);
     lane.play.state.assign(s.nodes.size(), NodeState::kPending);
     lane.play.ready_at_ns.assign(s.nodes.size(), 0);
     lane.play.done_ns.assign(s.nodes.size(), 0);
@@ -257,7 +317,7 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
       int roots = 0;
       for (const ReplayNode& n : s.nodes) {
         if (n.stream == 0 && roots++ >= start_root_turn) break;
-        std::vector<Message> m = lane.play.builder->Build(n);
+        RequestSpec m = lane.play.builder->BuildRequest(n);
         if (n.stream == 0 && warmup) {
           *warmup = std::move(m);
           *warmup_node = n.id;
@@ -289,7 +349,7 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
     double u = ag.start_min + (ag.start_max - ag.start_min) * rng.NextDouble();
     int start = ag.lane_warmup ? static_cast<int>(std::floor(u * s.root_requests)) : 0;
     start = std::clamp(start, 0, std::max(0, s.root_requests - 1));
-    std::vector<Message> warm;
+    RequestSpec warm;
     int warm_node = -1;
     if (!start_play(l, start, &warm, &warm_node)) {
       lanes[static_cast<size_t>(l)].active = false;
@@ -319,6 +379,16 @@ Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOpti
         out.window_end_ns = std::max(out.window_end_ns, rec.t_end_ns);
         ++profiled;
         if (!rec.ok()) ++errors;
+        if (rec.error == ErrorCategory::kContextOverflow) {
+          // As in AgentX, a context overflow ends its session: nothing after it is sent.
+          for (size_t n = 0; n < lane.play.state.size(); ++n) {
+            if (lane.play.state[n] == NodeState::kPending || lane.play.state[n] == NodeState::kWaiting) {
+              lane.play.state[n] = NodeState::kDone;
+              lane.play.done_ns[n] = now;
+              --lane.play.remaining;
+            }
+          }
+        }
       }
       out.records.push_back(std::move(rec));
       in_flight.erase(in_flight.begin() + static_cast<long>(i));

@@ -10,19 +10,24 @@
 // request is at most system_idle_cap_s away. The window closes after duration_s:
 // nothing new starts, in-flight requests finish and are included.
 //
-// Payloads are chat requests built block by block: each hash id maps to deterministic
-// text of about block_size tokens (seeded by trace id and hash id), so turns that
-// share blocks share byte-identical prefixes and the server's prefix cache behaves as
-// in the recorded sessions. Turn k keeps the history up to the longest common block
-// prefix with turn k-1, then an assistant message of ceil(prev_out/block) blocks and a
-// user message with the rest. A "[rid:<12 hex>]" marker on the first user message
-// makes every play's turn 0 cold.
+// Payloads are built block by block: each hash id maps to deterministic text (seeded by
+// trace id and hash id), so turns that share blocks share byte-identical prefixes and
+// the server's prefix cache behaves as in the recorded sessions. Turn k keeps the
+// history up to the longest common block prefix with turn k-1, then an assistant
+// message of ceil(prev_out/block) blocks and a user message with the rest. A marker on
+// the first user message makes every play's turn 0 cold. With a TokenPlan
+// (bench/tokens.h) a block is exactly block_size tokens of the served model and the
+// last message is padded or trimmed by the template's own overhead, so the server
+// counts exactly the trace's `in`; without one, blocks are text sized by a
+// tokens-per-word ratio (the old, approximate sizing). Chat requests carry the
+// messages; completions requests the same contents as one prompt.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "bench/runner.h"
+#include "bench/tokens.h"
 #include "bench/trace.h"
 
 namespace hone::bench {
@@ -39,30 +44,48 @@ struct AgenticOptions {
   double tree_idle_cap_s = 300;
   int64_t max_context = 0;      // drop traces with a request over this (in + out); 0 = no limit
   int max_plays = 0;            // stop starting trees after this many (0 = until the window ends)
+  Endpoint endpoint = Endpoint::kChat;
+  const TokenPlan* tokens = nullptr;  // token-exact payloads (null: sized by tokens_per_word)
   double tokens_per_word = 1.3;
 };
 
 Result<RunOutput> RunAgentic(const std::vector<Trace>& traces, const AgenticOptions& agentic,
                              const RunOptions& options);
 
-// The chat messages a node of a play sends (exposed for tests).
+// The messages a node of a play sends (exposed for tests). A play's marker is
+// derived from `marker_id`; `tokens` (optional) must outlive the builder.
 class PayloadBuilder {
  public:
-  PayloadBuilder(const ReplaySession& session, std::string marker, double tokens_per_word);
+  PayloadBuilder(const ReplaySession& session, uint64_t marker_id, const TokenPlan* tokens, double tokens_per_word,
+                 Endpoint endpoint = Endpoint::kChat);
   std::vector<Message> Build(const ReplayNode& node);
+  // The request a node sends on the builder's endpoint (chat: the messages;
+  // completions: their contents as one prompt).
+  RequestSpec BuildRequest(const ReplayNode& node);
+  // The tokens the last Build planned (template overhead included; token plan only).
+  int64_t planned_tokens() const { return planned_tokens_; }
+  const std::string& marker() const { return marker_; }
+
+  static constexpr int64_t kMarkerTokens = 6;
 
  private:
   struct Msg {
     std::string role;
     std::vector<int64_t> blocks;
-    std::string extra;  // marker / partial tail
+    bool marker = false;  // the play's cache-bust marker leads this message
+    std::string extra;    // filler ("continue") when the message would be empty
   };
   std::string Render(const Msg& m) const;
+  std::string BlockText(int64_t hash_id) const;
+  void FitToTrace(std::vector<Message>& out, const ReplayNode& node);
 
   const ReplaySession& session_;
-  std::string marker_;
+  const TokenPlan* tokens_;
   double tokens_per_word_;
+  Endpoint endpoint_;
+  std::string marker_;
   uint64_t trace_seed_;
+  int64_t planned_tokens_ = 0;
   std::vector<std::vector<Msg>> conv_;          // per stream
   std::vector<std::vector<int64_t>> blocks_;    // per stream: hash ids of the last turn
 };

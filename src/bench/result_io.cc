@@ -144,6 +144,7 @@ std::string ResultToJson(const BenchResult& r) {
   j["requests"] = {{"total", r.total}, {"successful", r.successful}, {"warmup_dropped", r.warmup},
                    {"error_dropped", r.failed}, {"osl_mismatch", r.osl_mismatches}, {"cut_at_window_end", r.cut},
                    {"error_categories", cats}};
+  if (!r.warmup_error_categories.empty()) j["requests"]["warmup_error_categories"] = r.warmup_error_categories;
   j["throughput"] = {{"input_tps", R5(r.input_tps)}, {"output_tps", R5(r.output_tps)}, {"total_tps", R5(r.total_tps)},
                      {"request_rps", R5(r.request_rps)},
                      {"per_gpu", {{"input_tps", R5(r.per_gpu_input_tps)}, {"output_tps", R5(r.per_gpu_output_tps)},
@@ -160,6 +161,11 @@ std::string ResultToJson(const BenchResult& r) {
   j["tokens"] = {{"isl", SummaryJson(r.isl_dist)}, {"osl_actual", SummaryJson(r.osl_dist)},
                  {"total_input", r.total_input_tokens}, {"total_output", r.total_output_tokens},
                  {"total_output_expected", r.total_expected_output_tokens}, {"count_source", r.count_source}};
+  if (r.isl_error) {
+    j["tokens"]["isl_error"] = {{"n", r.isl_error->n}, {"mean_abs", R5(r.isl_error->mean_abs)},
+                                {"max_abs", R5(r.isl_error->max_abs)}, {"mean_signed", R5(r.isl_error->mean_signed)}};
+  }
+  if (!r.context.token_sizing.empty()) j["tokens"]["sizing"] = r.context.token_sizing;
   j["cache"] = {{"theoretical_hit_rate", Opt(r.theoretical_hit_rate)}, {"usage_cached_rate", Opt(r.usage_cached_rate)},
                 {"server_hit_rate", Opt(r.server_hit_rate)}};
   j["server"] = {{"prompt_tokens", Opt(r.server_prompt_tokens)}, {"generation_tokens", Opt(r.server_generation_tokens)},
@@ -210,6 +216,9 @@ Result<BenchResult> ResultFromJson(const std::string& text) {
     r.osl_mismatches = req.value("osl_mismatch", 0);
     r.cut = req.value("cut_at_window_end", 0);
     for (auto& [k, v] : req.at("error_categories").items()) r.error_categories[k] = v.get<int>();
+    if (req.contains("warmup_error_categories")) {
+      for (auto& [k, v] : req["warmup_error_categories"].items()) r.warmup_error_categories[k] = v.get<int>();
+    }
     const json& t = j.at("throughput");
     r.input_tps = t.value("input_tps", 0.0);
     r.output_tps = t.value("output_tps", 0.0);
@@ -239,6 +248,12 @@ Result<BenchResult> ResultFromJson(const std::string& text) {
     r.total_output_tokens = tok.value("total_output", int64_t{0});
     r.total_expected_output_tokens = tok.value("total_output_expected", int64_t{0});
     r.count_source = tok.value("count_source", "");
+    c.token_sizing = tok.value("sizing", "");
+    if (tok.contains("isl_error") && tok["isl_error"].is_object()) {
+      const json& e = tok["isl_error"];
+      r.isl_error = BenchResult::IslError{e.value("n", 0), e.value("mean_abs", 0.0), e.value("max_abs", 0.0),
+                                          e.value("mean_signed", 0.0)};
+    }
     r.theoretical_hit_rate = OptFrom(j["cache"], "theoretical_hit_rate");
     r.usage_cached_rate = OptFrom(j["cache"], "usage_cached_rate");
     r.server_hit_rate = OptFrom(j["cache"], "server_hit_rate");
@@ -275,6 +290,7 @@ Status WriteRecordsJsonl(const std::string& path, const std::vector<RequestRecor
               {"t_last_ns", rec.t_last_ns},
               {"t_end_ns", rec.t_end_ns},
               {"isl", rec.isl},
+              {"isl_expected", rec.isl_expected},
               {"osl", rec.osl},
               {"osl_expected", rec.osl_expected},
               {"cached", rec.cached_tokens},
@@ -326,6 +342,11 @@ std::string FormatTable(const BenchResult& r) {
   if (r.usage_cached_rate) add("%-34s %.1f%%\n", "Cached prompt tokens (usage):", *r.usage_cached_rate * 100);
   if (r.server_hit_rate) add("%-34s %.1f%%\n", "Server cache hit (metrics):", *r.server_hit_rate * 100);
   add("%-34s %s\n", "Token counts from:", r.count_source.c_str());
+  if (!r.context.token_sizing.empty()) add("%-34s %s\n", "Payload sizing:", r.context.token_sizing.c_str());
+  if (r.isl_error) {
+    add("%-34s mean %.2f%% (signed %+.2f%%), max %.2f%% over %d\n", "ISL error vs plan:", r.isl_error->mean_abs * 100,
+        r.isl_error->mean_signed * 100, r.isl_error->max_abs * 100, r.isl_error->n);
+  }
   if (!r.valid) {
     out += "INVALID RUN (not a result):\n";
     for (const auto& reason : r.invalid_reasons) out += "  - " + reason + "\n";

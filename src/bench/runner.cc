@@ -72,13 +72,15 @@ class Engine {
     rec.session = spec.session;
     rec.turn = spec.turn;
     rec.isl = spec.isl_expected;
+    rec.isl_expected = spec.isl_expected;
     rec.osl_expected = spec.max_tokens;
     rec.client_queue_s = queue_s;
     rec.hit_blocks = spec.hit_blocks;
     rec.total_blocks = spec.total_blocks;
     rec.t_start_ns = net::HttpLoop::NowNs();
     if (spec.phase == Phase::kProfiling && output_.window_start_ns == 0) output_.window_start_ns = rec.t_start_ns;
-    auto handler = std::make_unique<StreamHandler>(std::move(rec), [this](StreamHandler& h) { OnDone(h); });
+    auto handler =
+        std::make_unique<StreamHandler>(std::move(rec), [this](StreamHandler& h) { OnDone(h); }, options_.slot_context);
     StreamHandler* raw = handler.get();
     in_flight_.push_back(std::move(handler));
     // Submit may finish the request at once (a refused connection): OnDone then runs

@@ -47,6 +47,7 @@ struct RunOptions {
   double scrape_interval_s = 1.0;   // 0: no /metrics scraping
   uint64_t seed = 42;               // open-loop arrival times
   double max_error_rate = 0.10;     // above this (after 20 requests) the run is aborted, invalid
+  int64_t slot_context = 0;         // the server's per-slot context (ProbeServerLimits); 0 = unknown
   bool progress = true;
 };
 

@@ -119,7 +119,7 @@ TEST_F(TraceTest, SubagentWithoutASpawningTurnIsDropped) {
 TEST_F(TraceTest, PayloadsShareByteIdenticalPrefixes) {
   ASSERT_OK_AND_ASSIGN(auto traces, LoadTraces(Write("a.json", kTrace)));
   ReplaySession s = BuildSession(traces[0]);
-  PayloadBuilder b(s, "[rid:00000000abcd]\n\n", 1.3);
+  PayloadBuilder b(s, 0xabcd, nullptr, 1.3);
   auto m0 = b.Build(s.nodes[0]);
   auto m1 = b.Build(s.nodes[1]);
   ASSERT_EQ(m0.size(), 2u);  // system (2 blocks) + user
@@ -137,7 +137,7 @@ TEST_F(TraceTest, PayloadsShareByteIdenticalPrefixes) {
   EXPECT_EQ(a0[0].content, m0[0].content);
   EXPECT_EQ(a0[1].content.find("[rid:"), std::string::npos);
   // Deterministic.
-  PayloadBuilder again(s, "[rid:00000000abcd]\n\n", 1.3);
+  PayloadBuilder again(s, 0xabcd, nullptr, 1.3);
   EXPECT_EQ(again.Build(s.nodes[0])[1].content, m0[1].content);
 }
 

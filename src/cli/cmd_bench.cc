@@ -1,6 +1,7 @@
 // `hone bench`: the load generator on its own, against any OpenAI-compatible server.
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include "bench/metrics.h"
 #include "bench/replay.h"
@@ -12,6 +13,7 @@
 #include "cli/commands.h"
 #include "run/executor.h"
 #include "core/strings.h"
+#include "model/gguf.h"
 #include "net/http.h"
 #include "sys/clock.h"
 #include "sys/files.h"
@@ -25,7 +27,7 @@ namespace {
 struct BenchOpts {
   std::string url = "http://127.0.0.1:8080";
   std::string framework = "llama.cpp";
-  std::string endpoint = "completions";
+  std::string endpoint;  // default: completions (fixed), chat (agentic)
   std::string model_name;
   int64_t isl = 128, osl = 64;
   double range_ratio = 0;
@@ -47,9 +49,13 @@ struct BenchOpts {
   double max_error_rate = 0.10;
   bool no_scrape = false;
   bool quiet = false;
+  std::string tokens = "auto";  // agentic payload sizing: auto (the server's tokenizer) | words
+  std::string vocab;            // a GGUF file whose vocabulary sizes payloads without /tokenize
+  std::string token_cache;      // where token plans are kept
 };
 
-int RunBench(const BenchOpts& o, const Context& cli) {
+int RunBench(BenchOpts o, const Context& cli) {
+  if (o.endpoint.empty()) o.endpoint = o.trace.empty() ? "completions" : "chat";
   auto url = net::ParseUrl(o.url);
   if (!url) return ReportError(url.error());
   auto profile = run::BenchProfileFor(o.framework, cli.data_dir);
@@ -72,6 +78,31 @@ int RunBench(const BenchOpts& o, const Context& cli) {
   fs::path out_dir = o.out.empty() ? fs::path("hone-bench-" + std::to_string(sys::DefaultClock().WallMicros() / 1000000))
                                    : fs::path(o.out);
   if (auto s = sys::EnsureDir(out_dir); !s) return ReportError(s.error());
+  // Agentic replay: size payloads with the server's own tokenizer (token plan).
+  std::optional<bench::TokenPlan> tokens;
+  std::string token_sizing = "tokens-per-word 1.3";
+  if (!traces.empty() && o.tokens == "auto") {
+    bench::CalibrationOptions co;
+    co.host = url->host;
+    co.port = url->port;
+    co.profile = *profile;
+    co.cache_dir = o.token_cache;
+    if (!o.vocab.empty()) {
+      auto vocab = model::ReadGgufVocab(o.vocab);
+      if (!vocab) return ReportError(vocab.error());
+      co.vocab_pieces = std::move(vocab->pieces);
+      co.vocab_model = vocab->model;
+    }
+    auto plan = bench::CalibrateTokens(co);
+    if (!plan) return ReportError(Error{plan.error().code, "cannot size payloads in tokens: " + plan.error().message +
+                                                               " (use --tokens words for approximate sizing)", {}});
+    tokens = std::move(*plan);
+    token_sizing = tokens->source;
+  } else if (!traces.empty() && o.tokens != "words") {
+    return ReportError(Error{ErrorCode::kInvalidArgument, "--tokens must be auto or words", {}});
+  }
+  int64_t slot_context = 0;
+  if (auto limits = bench::ProbeServerLimits(url->host, url->port, *profile)) slot_context = limits->slot_context;
   bool any_invalid = false;
   for (int conc : o.concurrency) {
     if (conc < 1) return ReportError(Error{ErrorCode::kInvalidArgument, "--concurrency values must be >= 1", {}});
@@ -89,6 +120,7 @@ int RunBench(const BenchOpts& o, const Context& cli) {
     run.seed = o.seed;
     run.max_error_rate = o.max_error_rate;
     run.progress = !o.quiet;
+    run.slot_context = slot_context;
     bench::RunContext ctx;
     ctx.framework = o.framework;
     ctx.model = o.model_name;
@@ -103,9 +135,12 @@ int RunBench(const BenchOpts& o, const Context& cli) {
     Result<bench::RunOutput> output = Internal("not run");
     if (!traces.empty()) {
       ctx.kind = "agentic";
-      ctx.endpoint = "/v1/chat/completions";
       ctx.trace = o.trace;
+      ctx.token_sizing = token_sizing;
       bench::AgenticOptions ag;
+      ag.endpoint = o.endpoint == "completions" ? bench::Endpoint::kCompletions : bench::Endpoint::kChat;
+      ctx.endpoint = std::string(bench::EndpointPath(ag.endpoint));
+      ag.tokens = tokens ? &*tokens : nullptr;
       ag.concurrency = conc;
       ag.duration_s = o.duration;
       ag.seed = o.seed;
@@ -160,7 +195,8 @@ Action RegisterBench(CLI::App& app, const Context& ctx) {
   auto o = std::make_shared<BenchOpts>();
   run->add_option("--url", o->url, "Server base URL (http only)");
   run->add_option("--framework", o->framework, "llama.cpp, vllm, sglang or generic (exact-length fields, metric names)");
-  run->add_option("--endpoint", o->endpoint, "completions (token-id prompts, exact ISL) or chat");
+  run->add_option("--endpoint", o->endpoint,
+                  "completions (token-id prompts, exact ISL) or chat; agentic replay: chat unless given");
   run->add_option("--model-name", o->model_name, "The request's \"model\" field");
   run->add_option("--isl", o->isl, "Input tokens per request");
   run->add_option("--osl", o->osl, "Output tokens per request (forced)");
@@ -185,6 +221,9 @@ Action RegisterBench(CLI::App& app, const Context& ctx) {
   run->add_option("--timeout", o->idle_timeout_s, "Per-request stall timeout (s)");
   run->add_option("--max-error-rate", o->max_error_rate, "Above this error fraction the run is invalid");
   run->add_flag("--no-scrape", o->no_scrape, "Do not scrape /metrics");
+  run->add_option("--tokens", o->tokens,
+                  "Agentic payload sizing: auto (the server's tokenizer: exact input lengths) or words (approximate)");
+  run->add_option("--vocab", o->vocab, "Agentic: a GGUF file whose vocabulary sizes payloads (servers without /tokenize)");
   run->add_flag("--quiet", o->quiet, "No progress line");
 
   auto* self = cmd->add_subcommand("selfcheck", "Measure the client itself against a loopback SSE emitter");
@@ -205,7 +244,10 @@ Action RegisterBench(CLI::App& app, const Context& ctx) {
   gen->add_option("--out", *gen_out, "Output JSONL file")->required();
 
   return [run, self, gen, o, so, no_python, preset, sessions, gen_seed, gen_out, &ctx]() -> int {
-    if (run->parsed()) return RunBench(*o, ctx);
+    if (run->parsed()) {
+      if (o->token_cache.empty()) o->token_cache = (ctx.cache_dir / "tokens").string();
+      return RunBench(*o, ctx);
+    }
     if (self->parsed()) {
       bench::SelfCheckOptions opts = *so;
       if (!*no_python) opts.python_client = ctx.data_dir + "/bench/ref_client.py";

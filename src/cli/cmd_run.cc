@@ -11,6 +11,7 @@
 #include "sys/clock.h"
 #include "sys/files.h"
 #include "sys/signals.h"
+#include "sys/term.h"
 
 namespace hone::cli {
 
@@ -114,7 +115,10 @@ Action RegisterRun(CLI::App& app, const Context& ctx) {
     if (status->parsed()) {
       auto state = session::LoadState(*status_dir);
       if (!state) return ReportError(state.error());
-      auto events = session::ReadEvents((fs::path(*status_dir) / "events.jsonl").string());
+      std::vector<int> damaged;
+      auto events = session::ReadEvents((fs::path(*status_dir) / "events.jsonl").string(), &damaged);
+      if (!state->recovered.empty()) std::printf("warning: %s\n", state->recovered.c_str());
+      if (!damaged.empty()) std::printf("warning: events.jsonl has %zu line(s) that are not whole events\n", damaged.size());
       std::printf("%s", session::StatusText(*state, events ? *events : std::vector<session::Event>{},
                                             static_cast<double>(ctx.clock->WallMicros()) * 1e-6)
                             .c_str());

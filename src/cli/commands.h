@@ -25,6 +25,7 @@ Action RegisterKernel(CLI::App& app, const Context& ctx);
 Action RegisterKb(CLI::App& app, const Context& ctx);
 Action RegisterRoofline(CLI::App& app, const Context& ctx);
 Action RegisterSearch(CLI::App& app, const Context& ctx);
+Action RegisterChaos(CLI::App& app, const Context& ctx);
 Action RegisterCatalog(CLI::App& app, const Context& ctx);
 Action RegisterFleet(CLI::App& app, const Context& ctx);
 

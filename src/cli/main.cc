@@ -83,6 +83,7 @@ int Main(int argc, char** argv) {
   add(RegisterRoofline);
   add(RegisterSearch);
   add(RegisterFleet);
+  add(RegisterChaos);
 
   try {
     app.parse(argc, argv);

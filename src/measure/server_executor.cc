@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <csignal>
 #include <filesystem>
 #include <regex>
 
@@ -11,11 +13,14 @@
 #include "bench/workload.h"
 #include "core/rng.h"
 #include "core/strings.h"
+#include "model/gguf.h"
 #include "net/http.h"
+#include "net/raw_server.h"
 #include "sys/clock.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "sys/signals.h"
+#include "sys/term.h"
 #include "target/server.h"
 
 namespace hone::measure {
@@ -23,6 +28,85 @@ namespace hone::measure {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+
+namespace {
+
+// Test runs only: applies a chaos plan's faults to one trial, and notes in the
+// outcome what was injected (nothing happens without a plan).
+class ChaosHooks {
+ public:
+  ChaosHooks(const chaos::TrialFaults& f, TrialOutcome& o) : f_(f), o_(o) {}
+  ~ChaosHooks() { AfterBench(); }
+  ChaosHooks(const ChaosHooks&) = delete;
+  ChaosHooks& operator=(const ChaosHooks&) = delete;
+
+  Status BeforeLaunch(target::LaunchContext& lc, target::ServerOptions& options) {
+    if (f_.server == chaos::ServerFaultKind::kOomAtLaunch) {
+      HONE_ASSIGN_OR_RETURN(lc.server_binary, chaos::WriteOomStandIn(o_.dir));
+      Note(1);
+    }
+    if (f_.server == chaos::ServerFaultKind::kPortTaken) {
+      // Another process takes the port between the check and the bind, and answers
+      // /health as if it were the server.
+      options.before_launch = [this](int port) {
+        if (squatter_) return;
+        auto s = net::RawServer::Start(
+            [](const net::RawRequest&, net::RawWriter& w) {
+              w.Write("HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}");
+            },
+            port);
+        if (s) {
+          squatter_ = std::move(*s);
+          Note(1);
+        }
+      };
+    }
+    return Ok();
+  }
+
+  // The port the benchmark talks to: the server's, or the fault proxy's in front of it.
+  Result<int> BeforeBench(target::Server& server) {
+    int port = server.port();
+    if (f_.proxy.kind != chaos::ProxyFaultKind::kNone) {
+      HONE_ASSIGN_OR_RETURN(proxy_, chaos::FaultProxy::Start(port, f_.proxy));
+      port = proxy_->port();
+    }
+    if (f_.server == chaos::ServerFaultKind::kKill || f_.server == chaos::ServerFaultKind::kStop) {
+      // The signal goes out when the benchmark sends its at_request-th completion
+      // request: through a pass-through proxy, so the moment does not depend on speed.
+      const int sig = f_.server == chaos::ServerFaultKind::kKill ? SIGKILL : SIGSTOP;
+      const pid_t pid = server.pid();
+      HONE_ASSIGN_OR_RETURN(proxy_, chaos::FaultProxy::Start(port, {}, [this, pid, sig](int index) {
+                              if (index == f_.at_request && sys::SignalGroup(pid, sig)) fired_ = true;
+                            }));
+      port = proxy_->port();
+    }
+    return port;
+  }
+
+  void AfterBench() {
+    if (proxy_) {
+      Note(proxy_->injected() + (fired_.exchange(false) ? 1 : 0));
+      proxy_.reset();
+    }
+    squatter_.reset();
+  }
+
+ private:
+  void Note(int n) {
+    count_ += n;
+    if (count_ > 0) o_.injected = f_.name + " x" + std::to_string(count_);
+  }
+
+  const chaos::TrialFaults f_;
+  TrialOutcome& o_;
+  int count_ = 0;
+  std::unique_ptr<chaos::FaultProxy> proxy_;
+  std::unique_ptr<net::RawServer> squatter_;
+  std::atomic<bool> fired_{false};
+};
+
+}  // namespace
 
 ServerTrialExecutor::ServerTrialExecutor(ExecutorSetup setup)
     : s_(std::move(setup)),
@@ -36,6 +120,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   o.role = req.role;
   o.config = req.config;
   o.point = req.point;
+  o.retry_of = req.retry_of;
   o.dir = (fs::path(s_.run_dir) / "trials" / req.id).string();
   o.start_unix_us = clock_.WallMicros();
   HONE_TRY(sys::EnsureDir(o.dir));
@@ -60,10 +145,14 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   const spec::SessionSpec& spec = s_.spec;
   target::LaunchContext lc{.server_binary = req.server_binary.empty() ? s_.server_binary : req.server_binary,
                            .model_path = *model, .extra_args = spec.target.server_args};
-  auto server = target::StartServer(
-      *s_.adapter, *launch, lc,
-      {.log_path = (fs::path(o.dir) / "server.log").string(),
-       .health_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.measurement.health_timeout_s * 1000))});
+  target::ServerOptions server_options{
+      .log_path = (fs::path(o.dir) / "server.log").string(),
+      .health_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.measurement.health_timeout_s * 1000))};
+  // Test runs only: the chaos plan's faults for this trial.
+  chaos::TrialFaults faults = s_.faults ? s_.faults->For(req.id, std::string(TrialRoleName(req.role))) : chaos::TrialFaults{};
+  ChaosHooks hooks(faults, o);
+  HONE_TRY(hooks.BeforeLaunch(lc, server_options));
+  auto server = target::StartServer(*s_.adapter, *launch, lc, server_options);
   if (!server) {
     if (server.error().code == ErrorCode::kCancelled) return Fail(server.error());
     o.failure_kind = std::string(server.error().Get("failure_kind"));
@@ -73,6 +162,8 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
     return finish();
   }
   o.launched = true;
+  o.server_pid = (*server)->pid();
+  o.relaunches = (*server)->relaunches();
   o.startup_s = (*server)->startup_seconds();
   o.command = (*server)->spec().ShellCommand();
   HONE_TRY(sys::WriteFileAtomic(fs::path(o.dir) / "command.txt", o.command + "\n"));
@@ -85,7 +176,8 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   auto shape = bench::LoadShape::Parse(spec.workload.load, req.point.concurrency);
   if (!shape) return Fail(shape.error());
   run.shape = *shape;
-  run.limits.idle_timeout = 120s;
+  run.limits.idle_timeout = std::chrono::milliseconds(static_cast<int64_t>(spec.measurement.request_timeout_s * 1000));
+  HONE_ASSIGN_OR_RETURN(run.port, hooks.BeforeBench(**server));
   bench::RunContext ctx;
   ctx.framework = s_.adapter->name();
   ctx.model = spec.target.model.Describe();
@@ -100,13 +192,20 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   Result<bench::RunOutput> out = Internal("not run");
   if (spec.workload.kind == "agentic") {
     ctx.kind = "agentic";
-    ctx.endpoint = "/v1/chat/completions";
-    ctx.trace = spec.workload.trace.empty() ? "generated:" + spec.workload.trace_preset : spec.workload.trace;
     bench::AgenticOptions ag;
+    ag.endpoint = spec.workload.endpoint == "completions" ? bench::Endpoint::kCompletions : bench::Endpoint::kChat;
+    ctx.endpoint = std::string(bench::EndpointPath(ag.endpoint));
+    ctx.trace = spec.workload.trace.empty() ? "generated:" + spec.workload.trace_preset : spec.workload.trace;
     ag.concurrency = req.point.concurrency;
     ag.duration_s = spec.workload.duration_s;
     ag.seed = spec.workload.seed;
     ag.think_scale = spec.workload.think_scale;
+    PrepareTokens((*server)->host(), (*server)->port(), *model);
+    ag.tokens = tokens_ ? &*tokens_ : nullptr;
+    ctx.token_sizing = tokens_ ? tokens_->source : tokens_note_;
+    if (auto limits = bench::ProbeServerLimits((*server)->host(), (*server)->port(), s_.profile)) {
+      run.slot_context = limits->slot_context;
+    }
     out = bench::RunAgentic(s_.traces, ag, run);
   } else {
     bench::FixedWorkloadSpec w;
@@ -134,14 +233,22 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
     ctx.num_warmups = w.num_warmups;
     out = bench::RunRequests(bench::GenerateFixed(w), run);
   }
+  hooks.AfterBench();
+  // A server that died during the benchmark (crashed, or was killed) is a fault even
+  // when every request happened to finish.
+  std::string died;
+  if (!(*server)->Alive()) died = "server_exited (" + (*server)->Stop().ToString() + ")";
   (*server)->Stop();
   if (!out) return Fail(out.error());
   if (out->interrupted) return Cancelled("interrupted during a trial");
   o.result = bench::ComputeResult(*out, ctx, {}, s_.profile.metrics);
+  o.faults = FaultsOf(o.result);
+  if (!died.empty()) o.faults.push_back(died);
   HONE_TRY(bench::WriteResultJson((fs::path(o.dir) / "result.json").string(), o.result));
   HONE_TRY(bench::WriteRecordsJsonl((fs::path(o.dir) / "records.jsonl").string(), out->records));
-  o.valid = o.result.valid;
+  o.valid = o.result.valid && o.faults.empty();
   o.invalid_reasons = o.result.invalid_reasons;
+  if (!o.faults.empty()) o.invalid_reasons.insert(o.invalid_reasons.begin(), "faulted: " + Join(o.faults, ", "));
   o.error_rate = o.result.total > 0 ? static_cast<double>(o.result.failed) / o.result.total : 0;
   ObjectiveCheck check = EvaluateObjective(o.result, spec.objective);
   o.objective = check.value;
@@ -152,6 +259,27 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
     o.invalid_reasons.push_back("objective " + spec.objective.metric + " unavailable in this run");
   }
   return finish();
+}
+
+void ServerTrialExecutor::PrepareTokens(const std::string& host, int port, const std::string& model_path) {
+  if (tokens_ || !tokens_note_.empty()) return;
+  bench::CalibrationOptions o;
+  o.host = host;
+  o.port = port;
+  o.profile = s_.profile;
+  o.cache_dir = s_.token_cache_dir.empty() ? (fs::path(s_.run_dir) / "tokens").string() : s_.token_cache_dir;
+  if (auto vocab = model::ReadGgufVocab(model_path)) {
+    o.vocab_pieces = std::move(vocab->pieces);
+    o.vocab_model = vocab->model;
+  }
+  auto plan = bench::CalibrateTokens(o);
+  if (plan) {
+    tokens_ = std::move(*plan);
+  } else {
+    // The replay still runs, sized by words; the result says so.
+    tokens_note_ = "tokens-per-word (no token plan: " + plan.error().message + ")";
+    sys::LogWarn("agentic payloads are approximate: " + plan.error().message);
+  }
 }
 
 Result<std::vector<int32_t>> ServerTrialExecutor::Greedy(const std::string& host, int port,

@@ -13,11 +13,14 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench/openai.h"
+#include "bench/tokens.h"
 #include "bench/trace.h"
+#include "chaos/plan.h"
 #include "measure/model_store.h"
 #include "measure/trial.h"
 #include "spec/session_spec.h"
@@ -38,6 +41,8 @@ struct ExecutorSetup {
   bench::ServerProfile profile;
   std::vector<bench::Trace> traces;  // agentic workloads
   std::string hardware;
+  std::string token_cache_dir;       // agentic: where token plans are kept ("" = run_dir/tokens)
+  chaos::FaultPlan* faults = nullptr;  // test runs only (HONE_CHAOS_PLAN): faults to inject
   // Time stamps and durations, and llama-perplexity runs; the real ones when null.
   sys::Clock* clock = nullptr;
   sys::ProcessRunner* runner = nullptr;
@@ -47,6 +52,8 @@ class ServerTrialExecutor final : public TrialExecutor {
  public:
   explicit ServerTrialExecutor(ExecutorSetup setup);
   Result<TrialOutcome> Run(const TrialRequest& request) override;
+  // Test runs only (HONE_CHAOS_PLAN): the faults to inject from now on (null: none).
+  void SetFaultPlan(chaos::FaultPlan* plan) { s_.faults = plan; }
   Status PrepareAccuracy(const Config& stock) override;
   Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label,
                                         const std::string& server_binary = "") override;
@@ -58,6 +65,7 @@ class ServerTrialExecutor final : public TrialExecutor {
   };
   Result<std::vector<int32_t>> Greedy(const std::string& host, int port, const std::vector<int32_t>& prompt, int n);
   bool NeedsKld(const Config& config) const;
+  void PrepareTokens(const std::string& host, int port, const std::string& model_path);
   std::vector<std::string> RuntimeFlags(const Config& config) const;
   Result<std::pair<double, double>> RunKld(const Config& config, bool make_base);
 
@@ -67,6 +75,10 @@ class ServerTrialExecutor final : public TrialExecutor {
   std::vector<Probe> probes_;
   std::string kld_base_;
   std::map<std::string, AccuracyOutcome> accuracy_cache_;  // config hash -> outcome
+  // Agentic replays: the served model's token plan, calibrated on the first trial's
+  // server (then read from the cache); empty with a note when it cannot be made.
+  std::optional<bench::TokenPlan> tokens_;
+  std::string tokens_note_;
 };
 
 }  // namespace hone::measure

@@ -76,6 +76,22 @@ ObjectiveCheck EvaluateObjective(const bench::BenchResult& r, const spec::Object
   return c;
 }
 
+std::vector<std::string> FaultsOf(const bench::BenchResult& r) {
+  static const char* kFaults[] = {"connection_refused", "connection_reset", "stalled",  "timeout",
+                                  "truncated",          "malformed",        "http_429", "http_500",
+                                  "http_503",           "http_5xx",         "stream_error", "slow_stream"};
+  std::vector<std::string> out;
+  for (const char* f : kFaults) {
+    auto it = r.error_categories.find(f);
+    if (it != r.error_categories.end() && it->second > 0) out.push_back(std::string(f) + " x" + std::to_string(it->second));
+    it = r.warmup_error_categories.find(f);
+    if (it != r.warmup_error_categories.end() && it->second > 0) {
+      out.push_back("warm-up " + std::string(f) + " x" + std::to_string(it->second));
+    }
+  }
+  return out;
+}
+
 Status WriteTrialOutcome(const TrialOutcome& o) {
   json cfg = json::object();
   for (const auto& [k, v] : o.config.values()) cfg[k] = v;
@@ -88,6 +104,11 @@ Status WriteTrialOutcome(const TrialOutcome& o) {
             {"failure_detail", o.failure_detail},
             {"valid", o.valid},
             {"invalid_reasons", o.invalid_reasons},
+            {"faults", o.faults},
+            {"retry_of", o.retry_of},
+            {"injected", o.injected},
+            {"relaunches", o.relaunches},
+            {"server_pid", o.server_pid},
             {"objective", o.objective},
             {"slo_ok", o.slo_ok},
             {"slo_violations", o.slo_violations},
@@ -117,6 +138,11 @@ Result<TrialOutcome> ReadTrialOutcome(const std::string& dir) {
     t.failure_detail = j.value("failure_detail", "");
     t.valid = j.value("valid", false);
     t.invalid_reasons = j.value("invalid_reasons", std::vector<std::string>{});
+    t.faults = j.value("faults", std::vector<std::string>{});
+    t.retry_of = j.value("retry_of", "");
+    t.injected = j.value("injected", "");
+    t.relaunches = j.value("relaunches", std::vector<std::string>{});
+    t.server_pid = j.value("server_pid", 0);
     t.objective = j.value("objective", 0.0);
     t.slo_ok = j.value("slo_ok", true);
     t.slo_violations = j.value("slo_violations", std::vector<std::string>{});

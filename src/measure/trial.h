@@ -57,6 +57,7 @@ struct TrialRequest {
   Config config;     // the full configuration (stock merged with the candidate)
   OperatingPoint point;
   std::string server_binary;  // a patched build to run instead of the provisioned one
+  std::string retry_of;       // the faulted trial this one measures again ("" = a first attempt)
 };
 
 struct TrialOutcome {
@@ -69,6 +70,13 @@ struct TrialOutcome {
   std::string failure_detail;
   bool valid = false;          // launched, and the benchmark run is a result
   std::vector<std::string> invalid_reasons;
+  // What misbehaved in a launched trial ("connection_reset x2", "server_exited ...");
+  // a faulted trial is never a measurement (valid is false) and is measured again once.
+  std::vector<std::string> faults;
+  std::string retry_of;        // the faulted trial this one measures again
+  std::string injected;        // test runs only: the fault a chaos plan injected
+  std::vector<std::string> relaunches;  // launches that failed and were retried (a port race)
+  int server_pid = 0;          // the server's process (group) id, for post-mortems
   double objective = 0;
   bool slo_ok = true;
   std::vector<std::string> slo_violations;
@@ -112,6 +120,13 @@ struct ObjectiveCheck {
   std::vector<std::string> violations;
 };
 ObjectiveCheck EvaluateObjective(const bench::BenchResult& r, const spec::ObjectiveSpec& objective);
+
+// The transport and server faults in a benchmark result, one entry per error
+// category that is not the configuration's doing ("connection_reset x2"): refused
+// or reset connections, stalls, timeouts, truncated or malformed streams, 429 and
+// 5xx answers, error events, dripped responses. Context overflows, other 4xx and
+// output-length mismatches are properties of the workload, not faults.
+std::vector<std::string> FaultsOf(const bench::BenchResult& result);
 
 // Reads a finished trial back from its directory (for resume and reports).
 Result<TrialOutcome> ReadTrialOutcome(const std::string& dir);

@@ -431,4 +431,19 @@ float HalfToFloat(uint16_t h) {
   return f;
 }
 
+Result<GgufVocab> ReadGgufVocab(const std::string& path) {
+  HONE_ASSIGN_OR_RETURN(GgufFile f, ReadGguf(path));
+  const GgufValue* tokens = f.Find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != GgufType::kArray) return NotFound("no tokenizer.ggml.tokens in " + path);
+  const GgufValue* types = f.Find("tokenizer.ggml.token_type");
+  GgufVocab v;
+  v.model = f.Str("tokenizer.ggml.model").value_or("");
+  for (size_t i = 0; i < tokens->arr.size(); ++i) {
+    constexpr int64_t kNormal = 1;
+    if (types && i < types->arr.size() && types->arr[i].AsInt().value_or(kNormal) != kNormal) continue;
+    v.pieces.push_back(tokens->arr[i].s);
+  }
+  return v;
+}
+
 }  // namespace hone::model

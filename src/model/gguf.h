@@ -77,6 +77,15 @@ struct GgufFile {
 
 Result<GgufFile> ReadGguf(const std::string& path);
 
+// A model's tokenizer vocabulary: the pieces of its normal tokens (control, byte and
+// unused tokens left out when the file types them) and the tokenizer model
+// (tokenizer.ggml.model: "llama" = SentencePiece, "gpt2" = byte-level BPE, ...).
+struct GgufVocab {
+  std::vector<std::string> pieces;
+  std::string model;
+};
+Result<GgufVocab> ReadGgufVocab(const std::string& path);
+
 class GgufWriter {
  public:
   // Receives tensor bytes in order; a generator calls it as often as it likes.

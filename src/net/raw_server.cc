@@ -1,6 +1,7 @@
 #include "net/raw_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -38,9 +39,17 @@ bool RawWriter::WriteChunk(std::string_view data) {
 bool RawWriter::EndChunks() { return Write("0\r\n\r\n"); }
 
 void RawWriter::Reset() {
-  linger lg{1, 0};  // close() with zero linger sends RST
+  linger lg{1, 0};  // closing with zero linger sends RST (and no FIN before it)
   setsockopt(fd_, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-  shutdown(fd_, SHUT_RDWR);
+  // Close the socket now, in place: /dev/null takes over the descriptor number, so the
+  // server's own shutdown/close later touch nothing (they fail on a non-socket).
+  int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (devnull >= 0) {
+    dup2(devnull, fd_);
+    close(devnull);
+  } else {
+    shutdown(fd_, SHUT_RDWR);
+  }
 }
 
 Result<std::unique_ptr<RawServer>> RawServer::Start(Handler handler, int port) {

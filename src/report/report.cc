@@ -34,10 +34,46 @@ std::string HtmlEscape(const std::string& s) {
       case '>': out += "&gt;"; break;
       case '&': out += "&amp;"; break;
       case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
       default: out += c;
     }
   }
   return out;
+}
+
+// Text hone did not write (ideas, reasons quoting server logs, knob values from
+// agents, critic notes) as one line of Markdown that cannot end its table cell, list
+// item or code span, nor start a heading, a fence or bold: newlines become spaces and
+// Markdown's active characters are backslash-escaped. HTML is escaped later, on output.
+std::string Md(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '\n':
+      case '\r': out += ' '; break;
+      case '|':
+      case '`':
+      case '*':
+      case '\\': out += '\\'; out += c; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A fenced block for untrusted text: the fence is longer than any backtick run that
+// starts one of its lines, so the text cannot close it.
+std::string Fenced(const std::string& text, const std::string& info = "") {
+  size_t longest = 0;
+  for (const std::string& l : Split(text, '\n')) {
+    size_t n = 0;
+    while (n < l.size() && l[n] == '`') ++n;
+    longest = std::max(longest, n);
+  }
+  std::string fence(std::max<size_t>(3, longest + 1), '`');
+  std::string out = fence + info + "\n" + text;
+  if (!text.empty() && text.back() != '\n') out += "\n";
+  return out + fence + "\n";
 }
 
 std::string V(Verdict v) { return std::string(VerdictName(v)); }
@@ -86,13 +122,13 @@ std::string RenderMarkdown(const ReportInput& in) {
   const spec::SessionSpec& spec = *in.spec;
   std::string o;
   auto line = [&](const std::string& t) { o += t + "\n"; };
-  line("# hone report: " + s.name);
+  line("# hone report: " + Md(s.name));
   line("");
-  line("Session `" + s.session_id + "`, started " + sys::FormatUtc(s.started_unix_us) + ". Stop reason: **" +
-       s.stop_reason + "**.");
+  line("Session `" + Md(s.session_id) + "`, started " + sys::FormatUtc(s.started_unix_us) + ". Stop reason: **" +
+       Md(s.stop_reason) + "**.");
   line("");
-  line("- Target: " + spec.target.adapter + (in.framework_version.empty() ? "" : " " + in.framework_version) +
-       ", model " + in.model + ", hardware " + in.hardware);
+  line("- Target: " + Md(spec.target.adapter) + (in.framework_version.empty() ? "" : " " + Md(in.framework_version)) +
+       ", model " + Md(in.model) + ", hardware " + Md(in.hardware));
   line("- Workload: " + spec.workload.kind + ", " + spec.workload.endpoint + ", concurrency " +
        std::to_string(spec.workload.concurrency) +
        (spec.workload.kind == "fixed"
@@ -109,7 +145,7 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("## Outcome");
   line("");
   if (s.baseline_values.empty()) {
-    line("No baseline could be measured: " + s.stop_reason);
+    line("No baseline could be measured: " + Md(s.stop_reason));
   } else {
     line("| | " + spec.objective.metric + " | trials |");
     line("|---|---|---|");
@@ -135,8 +171,8 @@ std::string RenderMarkdown(const ReportInput& in) {
     }
     line("");
     line("A/A noise floor (stock vs itself): " + F("%.2f%%", s.noise_floor * 100) + ".");
-    if (!s.stock_note.empty()) line("Stock configuration: " + s.stock_note + ".");
-    if (!s.close_accuracy.empty()) line("Accuracy of the best configuration: " + s.close_accuracy + ".");
+    if (!s.stock_note.empty()) line("Stock configuration: " + Md(s.stock_note) + ".");
+    if (!s.close_accuracy.empty()) line("Accuracy of the best configuration: " + Md(s.close_accuracy) + ".");
   }
   line("");
   line("## Stages");
@@ -144,16 +180,16 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("| stage | gain vs baseline | stage gain | evidence |");
   line("|---|---|---|---|");
   for (const Stage& st : BuildStages(in)) {
-    line("| " + st.name + " | " + Pct(st.gain_vs_baseline) + " | " + Pct(st.stage_gain) + " | " + st.evidence + " |");
+    line("| " + Md(st.name) + " | " + Pct(st.gain_vs_baseline) + " | " + Pct(st.stage_gain) + " | " + Md(st.evidence) +
+         " |");
   }
   line("");
   line("## Best configuration");
   line("");
-  line("Knobs: `" + s.best.ToString() + "`" + (s.server_binary.empty() ? "" : "; server build: `" + s.server_binary + "` (a kept source patch)"));
+  line("Knobs: `" + Md(s.best.ToString()) + "`" +
+       (s.server_binary.empty() ? "" : "; server build: `" + Md(s.server_binary) + "` (a kept source patch)"));
   line("");
-  line("```sh");
-  line(in.best_command.empty() ? "(stock)" : in.best_command);
-  line("```");
+  o += Fenced(in.best_command.empty() ? "(stock)" : in.best_command, "sh");
   line("");
   line("## Candidates");
   line("");
@@ -162,10 +198,11 @@ std::string RenderMarkdown(const ReportInput& in) {
   for (const auto& c : s.candidates) {
     std::string trials = Join(c.candidate_trials, ",");
     if (!c.screen_trial.empty()) trials = "screen " + c.screen_trial + (trials.empty() ? "" : "; " + trials);
-    line("| " + c.id + " | " + std::string(session::CandidatePhaseName(c.phase)) + " c" + std::to_string(c.cycle) + " | `" + c.delta.ToString() + "` | **" +
-         V(c.verdict) + "**" + (Flagged(c) ? " (flagged)" : "") + " | " + (c.pairs ? Pct(c.gain) : "") + " | " +
-         (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") + " | " +
-         std::to_string(c.pairs) + " | " + c.accuracy + " | " + trials + " | " + c.reason + " | " + c.critic + " |");
+    line("| " + Md(c.id) + " | " + std::string(session::CandidatePhaseName(c.phase)) + " c" + std::to_string(c.cycle) +
+         " | `" + Md(c.delta.ToString()) + "` | **" + V(c.verdict) + "**" + (Flagged(c) ? " (flagged)" : "") + " | " +
+         (c.pairs ? Pct(c.gain) : "") + " | " + (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") +
+         " | " + std::to_string(c.pairs) + " | " + Md(c.accuracy) + " | " + Md(trials) + " | " + Md(c.reason) + " | " +
+         Md(c.critic) + " |");
   }
   std::vector<const session::CandidateRecord*> flagged;
   for (const auto& c : s.candidates) {
@@ -180,7 +217,7 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("Nothing: every kept change passed its paired verdict and the accuracy gate, and the final best was "
          "re-validated at close.");
   }
-  for (const auto* c : flagged) line("- " + c->id + " `" + c->delta.ToString() + "`: kept without an accuracy check");
+  for (const auto* c : flagged) line("- " + c->id + " `" + Md(c->delta.ToString()) + "`: kept without an accuracy check");
   if (!s.validated && !s.BestIsStock()) line("- the final configuration was not re-validated at close");
   line("");
   line("## What failed and why");
@@ -188,11 +225,41 @@ std::string RenderMarkdown(const ReportInput& in) {
   int failures = 0;
   for (const auto& c : s.candidates) {
     if (c.verdict == Verdict::kLaunchFailed || c.verdict == Verdict::kAccuracyFailed || c.verdict == Verdict::kInvalid) {
-      line("- " + c.id + " `" + c.delta.ToString() + "`: " + V(c.verdict) + " — " + c.reason);
+      line("- " + c.id + " `" + Md(c.delta.ToString()) + "`: " + V(c.verdict) + " — " + Md(c.reason));
       ++failures;
     }
   }
   if (failures == 0) line("No candidate failed to launch or failed accuracy.");
+  line("");
+  line("## Faults");
+  line("");
+  // Trials where the server or the transport misbehaved, and failed launches: a
+  // faulted trial is never a measurement; it is measured once more.
+  std::vector<const measure::TrialOutcome*> faulted;
+  for (const auto& t : in.trials) {
+    if (!t.faults.empty() || !t.launched || !t.injected.empty() || !t.relaunches.empty()) faulted.push_back(&t);
+  }
+  if (faulted.empty()) {
+    line("No trial met a fault: every server launched and answered every request cleanly.");
+  } else {
+    line("A faulted trial (the server or the transport misbehaved) is never a measurement: it is measured once "
+         "more, and a second fault leaves its candidate INVALID (its comparison ends there).");
+    line("");
+    line("| trial | role | what happened | measured again as | injected (test run) |");
+    line("|---|---|---|---|---|");
+    for (const auto* t : faulted) {
+      std::string what = !t->launched ? "launch failed: " + t->failure_kind + " — " + t->failure_detail.substr(0, 160)
+                         : !t->faults.empty()     ? Join(t->faults, ", ")
+                         : !t->relaunches.empty() ? "relaunched: " + Join(t->relaunches, "; ").substr(0, 200)
+                                                  : "no fault seen";
+      std::string again;
+      for (const auto& u : in.trials) {
+        if (u.retry_of == t->id) again = u.id + (u.valid ? " (ok)" : u.faults.empty() ? " (invalid)" : " (faulted)");
+      }
+      line("| " + Md(t->id) + " | " + std::string(measure::TrialRoleName(t->role)) + " | " + Md(what) + " | " + Md(again) + " | " + Md(t->injected) +
+           " |");
+    }
+  }
   std::vector<const session::CandidateRecord*> patches;
   for (const auto& c : s.candidates) {
     if (!c.patch.empty()) patches.push_back(&c);
@@ -207,8 +274,8 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("| candidate | patch | verdict | gain | diff / rule | reason |");
     line("|---|---|---|---|---|---|");
     for (const auto* c : patches) {
-      line("| " + c->id + " | " + c->patch + " | **" + V(c->verdict) + "** | " + (c->pairs ? Pct(c->gain) : "") + " | " +
-           c->rationale + " | " + c->reason + " |");
+      line("| " + c->id + " | " + Md(c->patch) + " | **" + V(c->verdict) + "** | " + (c->pairs ? Pct(c->gain) : "") +
+           " | " + Md(c->rationale) + " | " + Md(c->reason) + " |");
     }
   }
   if (!s.sweep.empty()) {
@@ -222,7 +289,7 @@ std::string RenderMarkdown(const ReportInput& in) {
       line("| " + std::to_string(p.concurrency) + " | " + std::to_string(p.isl) + " | " + std::to_string(p.osl) +
            " | " + F("%.4g", p.stock_objective) + " | " + F("%.4g", p.best_objective) + " | " + V(p.verdict) + " | " +
            F("%.1f", p.stock_tps) + " | " + F("%.1f", p.best_tps) + " | " + F("%.2f", p.stock_intvty) + " | " +
-           F("%.2f", p.best_intvty) + " | " + Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",") + " |");
+           F("%.2f", p.best_intvty) + " | " + Md(Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",")) + " |");
     }
   }
   line("");
@@ -233,16 +300,16 @@ std::string RenderMarkdown(const ReportInput& in) {
   for (const auto& p : s.phases) {
     line("| " + std::string(session::PhaseName(p.phase)) + " | " + std::to_string(p.cycle) + " | " +
          F("%.0f", p.started_s) + " | " + F("%.0f", p.finished_s) + " | " +
-         std::string(session::PhaseStatusName(p.status)) + " | " + p.note + " |");
+         std::string(session::PhaseStatusName(p.status)) + " | " + Md(p.note) + " |");
   }
   if (!s.warm_replay.empty() || !s.kb_result.empty() || !s.roofline.empty() || !s.kernel.empty()) {
     line("");
     line("## Knowledge base, roofline and kernels");
     line("");
-    if (!s.warm_replay.empty()) line("- Warm start: " + s.warm_replay);
-    if (!s.kb_result.empty()) line("- Recipe: " + s.kb_result);
-    if (!s.roofline.empty()) line("- Roofline: " + s.roofline);
-    if (!s.kernel.empty()) line("- Kernel phase: " + s.kernel);
+    if (!s.warm_replay.empty()) line("- Warm start: " + Md(s.warm_replay));
+    if (!s.kb_result.empty()) line("- Recipe: " + Md(s.kb_result));
+    if (!s.roofline.empty()) line("- Roofline: " + Md(s.roofline));
+    if (!s.kernel.empty()) line("- Kernel phase: " + Md(s.kernel));
   }
   if (!s.agents.empty()) {
     line("");
@@ -251,18 +318,13 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("Agents propose and review; every number above was measured by hone. Predicted gains are claims, "
          "shown next to the measured ones.");
     line("");
-    line("```");
-    o += s.agents;
-    if (!s.agents.empty() && s.agents.back() != '\n') o += "\n";
-    line("```");
+    o += Fenced(s.agents);
   }
   if (!in.search_summary.empty()) {
     line("");
     line("## Search");
     line("");
-    line("```");
-    o += in.search_summary;
-    line("```");
+    o += Fenced(in.search_summary);
   }
   line("");
   line("## Trials");
@@ -271,8 +333,8 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& t : in.trials) {
     std::string status = !t.launched ? "launch failed: " + t.failure_kind : !t.valid ? "invalid" : "ok";
-    line("| " + t.id + " | " + std::string(measure::TrialRoleName(t.role)) + " | `" + t.config.ToString() + "` | " +
-         t.point.Label() + " | " + status +
+    line("| " + Md(t.id) + " | " + std::string(measure::TrialRoleName(t.role)) + " | `" + Md(t.config.ToString()) +
+         "` | " + t.point.Label() + " | " + Md(status) +
          " | " + (t.valid ? F("%.4g", t.objective) : "") + " | " +
          (t.launched ? F("%.1f", t.result.ttft.p50 * 1e3) : "") + " | " +
          (t.launched ? F("%.2f", t.result.tpot.p50 * 1e3) : "") + " | " + F("%.1f", t.wall_s) + " |");
@@ -390,14 +452,31 @@ std::string SweepPlot(const ReportInput& in) {
   return svg + "</svg>";
 }
 
+// A table row's cells: split at '|' that is not escaped.
+std::vector<std::string> SplitCells(const std::string& row) {
+  std::vector<std::string> cells(1);
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (row[i] == '\\' && i + 1 < row.size()) {
+      cells.back() += row.substr(i, 2);
+      ++i;
+    } else if (row[i] == '|') {
+      cells.emplace_back();
+    } else {
+      cells.back() += row[i];
+    }
+  }
+  return cells;
+}
+
 // Minimal Markdown-to-HTML for the report's own subset (headings, tables, code,
 // paragraphs, bullet lists, **bold**, `code`).
-std::string Inline(const std::string& text) {
-  std::string s = HtmlEscape(text);
+std::string Inline(const std::string& s) {
   std::string out;
   bool bold = false, code = false;
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s.compare(i, 2, "**") == 0 && !code) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      out += HtmlEscape(std::string(1, s[++i]));  // an escaped character is text
+    } else if (s.compare(i, 2, "**") == 0 && !code) {
       out += bold ? "</b>" : "<b>";
       bold = !bold;
       ++i;
@@ -405,7 +484,7 @@ std::string Inline(const std::string& text) {
       out += code ? "</code>" : "<code>";
       code = !code;
     } else {
-      out += s[i];
+      out += HtmlEscape(std::string(1, s[i]));
     }
   }
   if (bold) out += "</b>";
@@ -415,12 +494,19 @@ std::string Inline(const std::string& text) {
 
 std::string MarkdownToHtml(const std::string& md) {
   std::string out;
-  bool in_table = false, in_code = false, in_list = false;
+  bool in_table = false, in_list = false;
+  std::string fence;  // the open code block's fence ("" outside one)
   for (const std::string& raw : Split(md, '\n')) {
     std::string line = raw;
-    if (line.starts_with("```")) {
-      out += in_code ? "</pre>\n" : "<pre>";
-      in_code = !in_code;
+    const bool in_code = !fence.empty();
+    if (!in_code && line.starts_with("```")) {
+      fence = line.substr(0, line.find_first_not_of('`'));
+      out += "<pre>";
+      continue;
+    }
+    if (in_code && Trim(line) == fence) {
+      out += "</pre>\n";
+      fence.clear();
       continue;
     }
     if (in_code) {
@@ -439,7 +525,7 @@ std::string MarkdownToHtml(const std::string& md) {
     }
     if (table_row) {
       if (line.find("|---") == 0) continue;
-      auto cells = Split(line.substr(1, line.size() - 2), '|');
+      auto cells = SplitCells(line.substr(1, line.size() - 2));
       std::string tag = in_table ? "td" : "th";
       if (!in_table) {
         out += "<table>\n";

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <set>
+
+#include "core/strings.h"
 #include "session/coordinator.h"
 #include "testing/fake_executor.h"
 #include "sys/files.h"
@@ -103,6 +106,90 @@ TEST_F(ReportTest, SummaryJsonAndFiles) {
   ASSERT_GE(stages.size(), 3u);
   EXPECT_EQ(stages.front().name, "baseline (stock)");
   EXPECT_EQ(stages.back().name, "validated end to end (close)");
+}
+
+// Text from servers (log excerpts in reasons), agents (ideas, knob values, critic
+// notes, their summary) and diffs (patch names) is data: in report.html it never
+// becomes markup, never ends its table cell, list item or code block.
+TEST_F(ReportTest, UntrustedTextNeverBecomesMarkup) {
+  // The clean report has every section the hostile one has.
+  state_.candidates[0].patch = "fix.diff";
+  state_.kb_result = "recorded";
+  state_.agents = "agent said: ok\n";
+  in_.search_summary = "planner\n";
+  const std::string clean = RenderHtml(in_);
+  const std::string clean_md = RenderMarkdown(in_);
+  const std::string evil = "<script>alert(\"x\")</script>'\"><img src=x onerror=alert(1)>|`**\n## injected\n```\n</pre>";
+  ASSERT_GE(state_.candidates.size(), 2u);
+  for (auto& c : state_.candidates) {
+    c.idea = evil;
+    c.reason = "server log: " + evil;
+    c.critic = evil;
+    c.accuracy = evil;
+    c.rationale = evil;
+    c.delta.Set("threads", evil);
+  }
+  state_.candidates[0].patch = "fix.diff" + evil;
+  state_.phases.back().note = evil;
+  state_.stop_reason = evil;
+  state_.kb_result = evil;
+  state_.best.Set("ubatch", evil);
+  state_.agents = "agent said:\n" + evil + "\n```\n<script>late()</script>\n";
+  in_.search_summary = "````\n" + evil;
+  in_.best_command = "llama-server ```\n" + evil;
+  for (auto& t : in_.trials) {
+    t.config.Set("threads", evil);
+    t.failure_kind = evil;
+    t.failure_detail = evil;  // a server's log excerpt (the role is hone's own enum)
+    t.injected = evil;
+  }
+  const std::string html = RenderHtml(in_);
+  // Only hone's own tags, never one from the text.
+  const std::set<std::string> allowed = {"!doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2",
+                                         "p", "b", "code", "pre", "table", "tr", "th", "td", "ul", "li", "svg",
+                                         "rect", "line", "circle", "text", "polyline", "path", "g"};
+  for (size_t at = html.find('<'); at != std::string::npos; at = html.find('<', at + 1)) {
+    size_t end = html.find_first_of(" >/", at + 2);
+    std::string tag = ToLower(html.substr(at + 1, end - at - 1));
+    if (tag.starts_with("/")) tag = tag.substr(1);
+    EXPECT_TRUE(allowed.contains(tag)) << "tag <" << tag << "> at " << html.substr(at, 60);
+  }
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;"), std::string::npos);
+  // The structure is the clean report's: same headings, same code blocks, and every
+  // candidate row still has its eleven cells.
+  auto count = [](const std::string& h, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = h.find(what); at != std::string::npos; at = h.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(html, "<h2>"), count(clean, "<h2>"));
+  EXPECT_EQ(count(html, "<pre>"), count(clean, "<pre>"));
+  EXPECT_EQ(count(html, "<pre>"), count(html, "</pre>"));
+  EXPECT_EQ(count(html, "<table>"), count(clean, "<table>"));
+  size_t cand = html.find("<h2>Candidates</h2>");
+  ASSERT_NE(cand, std::string::npos);
+  std::string table = html.substr(cand, html.find("</table>", cand) - cand);
+  for (size_t at = table.find("<tr>"); at != std::string::npos; at = table.find("<tr>", at + 1)) {
+    std::string row = table.substr(at, table.find("</tr>", at) - at);
+    EXPECT_EQ(count(row, "<td>") + count(row, "<th>"), 11u) << row.substr(0, 300);
+  }
+  // The Markdown carries the same guarantees: the text starts no heading outside its
+  // code blocks, and every line of a table is a row of it.
+  std::string md = RenderMarkdown(in_);
+  std::string fence;
+  int headings = 0;
+  for (const std::string& line : Split(md, '\n')) {
+    if (fence.empty() && line.starts_with("```")) {
+      fence = line.substr(0, line.find_first_not_of('`'));
+    } else if (!fence.empty() && line == fence) {
+      fence.clear();
+    } else if (fence.empty() && line.starts_with("#")) {
+      ++headings;
+    }
+  }
+  EXPECT_EQ(headings, static_cast<int>(count(clean_md, "\n## ") + count(clean_md, "\n# ") + 1));
 }
 
 }  // namespace

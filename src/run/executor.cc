@@ -59,6 +59,7 @@ Result<std::unique_ptr<measure::ServerTrialExecutor>> BuildExecutor(const spec::
   setup.hardware = hardware;
   setup.clock = ctx.clock;
   setup.runner = ctx.runner;
+  setup.token_cache_dir = (ctx.cache_dir / "tokens").string();
   if (spec.workload.kind == "agentic") {
     if (!spec.workload.trace.empty()) {
       HONE_ASSIGN_OR_RETURN(setup.traces, bench::LoadTraces(spec.workload.trace));

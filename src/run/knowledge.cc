@@ -42,9 +42,12 @@ kb::Workload SessionWorkload(const spec::SessionSpec& spec) {
   return wl;
 }
 
-Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSpec& spec, const RunContext& ctx) {
+Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSpec& spec, const RunContext& ctx,
+                                                           std::string* unavailable,
+                                                           std::optional<kb::KbRules>* rules_out) {
   if (!spec.kb.enabled) return std::unique_ptr<kb::RecipeStore>();
   HONE_ASSIGN_OR_RETURN(kb::KbRules rules, kb::LoadKbRules(ctx.data_dir));
+  if (rules_out) *rules_out = rules;
   // kb: {url: postgresql://...} (a knowledge base many hosts share), else kb: {path},
   // else the cache's SQLite file.
   std::string where = spec.kb.Location().empty() ? (ctx.cache_dir / "kb.sqlite").string() : spec.kb.Location();
@@ -53,6 +56,7 @@ Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSp
   auto store = kb::RecipeStore::OpenAt(where, std::move(rules), options);
   if (!store) {
     sys::LogWarn("knowledge base disabled: " + store.error().message);
+    if (unavailable) *unavailable = store.error().message;
     return std::unique_ptr<kb::RecipeStore>();
   }
   return std::move(*store);

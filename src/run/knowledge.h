@@ -32,8 +32,12 @@ kb::Identity SessionIdentity(const spec::SessionSpec& spec, const std::string& h
 kb::Workload SessionWorkload(const spec::SessionSpec& spec);
 
 // The store when the spec enables it, else null. Broken rules (data/kb/) are an error
-// naming the file; a database that cannot be opened is a warning and no store.
-Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSpec& spec, const RunContext& ctx);
+// naming the file; a database that cannot be opened is a warning and no store, with
+// the reason in `unavailable` (the close then keeps an admissible recipe beside the
+// run). `rules`, when given, receives the rules loaded.
+Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSpec& spec, const RunContext& ctx,
+                                                           std::string* unavailable = nullptr,
+                                                           std::optional<kb::KbRules>* rules = nullptr);
 
 // The knowledge base's experience with this identity and workload, as search priors:
 // learnings with their effects, failures (a failure of several knobs blames each in part).

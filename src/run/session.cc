@@ -1,9 +1,13 @@
 #include "run/session.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "model/gguf.h"
+#include "core/strings.h"
+#include "kb/jsonl.h"
+#include "measure/scripted_executor.h"
 #include "report/report.h"
 #include "run/executor.h"
 #include "run/knowledge.h"
@@ -11,6 +15,7 @@
 #include "run/roofline.h"
 #include "run/search.h"
 #include "sys/files.h"
+#include "sys/term.h"
 
 #ifndef HONE_VERSION
 #define HONE_VERSION "0.0.0"
@@ -27,7 +32,7 @@ class ReportCloser final : public session::Closer {
   ReportCloser(const SessionWiring& w, sys::Clock& clock) : w_(w), clock_(clock) {}
 
   Status Close(session::SessionState& s) override {
-    if (w_.kb) Admit(s);
+    if (w_.kb || !w_.kb_error.empty()) Admit(s);
     s.agents = AgentSummary(w_.agents, s);
     report::ReportInput in;
     in.state = &s;
@@ -53,9 +58,10 @@ class ReportCloser final : public session::Closer {
       s.kb_result = why;
       return;
     }
-    auto a = w_.kb->Admit(*req);
+    Result<kb::Admission> a =
+        w_.kb ? w_.kb->Admit(*req) : Result<kb::Admission>(Fail(Error{ErrorCode::kUnavailable, w_.kb_error, {}}));
     if (!a) {
-      s.kb_result = "knowledge base write failed: " + a.error().message;
+      s.kb_result = KeepPending(s, *req, a.error().message);
     } else if (a->admitted) {
       s.kb_result = "recipe #" + std::to_string(a->recipe_id) + " " + a->reason + " in " + w_.kb->path();
     } else {
@@ -63,9 +69,52 @@ class ReportCloser final : public session::Closer {
     }
   }
 
+  // The knowledge base could not take the recipe (locked by another process, a full
+  // disk, ...): an admissible recipe is kept beside the run, never dropped.
+  std::string KeepPending(const session::SessionState& s, const kb::AdmissionRequest& req, const std::string& error) {
+    if (w_.kb_rules) {
+      if (std::string why = kb::AdmissionRejection(req, w_.kb_rules->admission); !why.empty()) {
+        return "not admitted: " + why + " (the knowledge base was unavailable anyway: " + error + ")";
+      }
+    }
+    const std::string pending = (fs::path(s.run_dir) / "kb-pending.jsonl").string();
+    if (auto st = sys::WriteFileAtomic(pending, kb::RecipeToJsonLine(req.recipe) + "\n"); !st) {
+      return "knowledge base write failed (" + error + ") and the recipe could not be kept: " + st.error().message;
+    }
+    sys::LogWarn("knowledge base unavailable (" + error + "): the recipe is in " + pending);
+    return "knowledge base unavailable (" + error + "): the recipe is kept in " + pending +
+           "; add it with `hone kb import " + pending + "`";
+  }
+
   const SessionWiring& w_;
   sys::Clock& clock_;
 };
+
+// What a resume found damaged and recovered from (never silent): a state.json
+// replaced by the previous save, event lines that are not whole events.
+void NoteDamage(const session::SessionState& state, const std::string& run_dir) {
+  const std::string path = (fs::path(run_dir) / "events.jsonl").string();
+  session::EventLog log(path);
+  if (!state.recovered.empty()) {
+    sys::LogWarn(state.recovered);
+    (void)log.Append("state_recovered", 0, {{"detail", state.recovered}});
+  }
+  std::vector<int> damaged;
+  if (auto events = session::ReadEvents(path, &damaged); events && !damaged.empty()) {
+    std::vector<std::string> lines;
+    for (int n : damaged) lines.push_back(std::to_string(n));
+    for (auto it = events->rbegin(); it != events->rend(); ++it) {
+      if (it->type == "log_damaged") {
+        if (it->Get("lines") == Join(lines, ",")) return;  // noted at an earlier resume
+        break;
+      }
+    }
+    std::string what = "events.jsonl: line " + Join(lines, ", ") +
+                       " not a whole event (a write cut short by a crash, or damage): skipped, the file is kept as is";
+    sys::LogWarn(what);
+    (void)log.Append("log_damaged", 0, {{"lines", Join(lines, ",")}});
+  }
+}
 
 }  // namespace
 
@@ -101,7 +150,19 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
                                  w->engine.provisioned.version, w->engine.base_precision),
                  SessionWorkload(spec)};
   HONE_ASSIGN_OR_RETURN(w->executor, BuildExecutor(spec, run_dir, w->engine, w->hardware, ctx));
-  HONE_ASSIGN_OR_RETURN(w->kb, OpenKnowledgeBase(spec, ctx));
+  // Test runs only (docs/reliability.md): faults injected into the real executor's
+  // trials, or scripted trials in its place. Without these variables nothing changes.
+  if (const char* plan = std::getenv("HONE_CHAOS_PLAN"); plan && *plan) {
+    HONE_ASSIGN_OR_RETURN(chaos::FaultPlan p, chaos::FaultPlan::Load(plan));
+    w->chaos = std::make_unique<chaos::FaultPlan>(std::move(p));
+    w->executor->SetFaultPlan(w->chaos.get());
+    sys::LogWarn("test run: injecting the faults of " + std::string(plan));
+  }
+  if (const char* scripted = std::getenv("HONE_TEST_EXECUTOR"); scripted && *scripted) {
+    HONE_ASSIGN_OR_RETURN(w->test_executor, measure::ScriptedExecutor::Load(scripted, run_dir));
+    sys::LogWarn("test run: trials are scripted from " + std::string(scripted) + ", not measured");
+  }
+  HONE_ASSIGN_OR_RETURN(w->kb, OpenKnowledgeBase(spec, ctx, &w->kb_error, &w->kb_rules));
   if (w->kb) w->warm = std::make_unique<KbWarmStart>(*w->kb, w->spec, w->kb_query, HONE_VERSION);
   HONE_ASSIGN_OR_RETURN(w->proposer, BuildProposer(spec, w->engine, w->kb.get(), w->kb_query, ctx));
   AgentsInputs agent_inputs;
@@ -116,7 +177,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   w->closer = MakeReportCloser(*w, ctx);
 
   session::SessionServices& svc = w->services;
-  svc.executor = w->executor.get();
+  svc.executor = w->test_executor ? w->test_executor.get() : w->executor.get();
   svc.proposer = w->proposer.get();
   svc.clock = ctx.clock;
   svc.warm_start = w->warm.get();
@@ -136,7 +197,15 @@ Result<SessionOutcome> RunSession(const spec::SessionSpec& spec, const std::stri
                                   bool resume) {
   SessionOutcome out;
   if (resume) {
-    HONE_ASSIGN_OR_RETURN(out.state, session::LoadState(run_dir));
+    auto loaded = session::LoadState(run_dir);
+    if (!loaded && loaded.error().code == ErrorCode::kNotFound) {
+      // Killed before its first save: nothing was measured yet; the session starts.
+      sys::LogWarn("no state.json in " + run_dir + ": the session was stopped before it began; starting it");
+      loaded = session::Coordinator::NewState(spec, run_dir, *ctx.clock);
+    }
+    if (!loaded) return Fail(loaded.error());
+    out.state = std::move(*loaded);
+    NoteDamage(out.state, run_dir);
     if (out.state.phase == session::Phase::kDone) {
       out.already_closed = true;
       return out;

@@ -9,8 +9,10 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "chaos/plan.h"
 #include "kb/match.h"
 #include "kb/store.h"
 #include "measure/server_executor.h"
@@ -34,7 +36,13 @@ struct SessionWiring {
   Engine engine;
   kb::MatchQuery kb_query;   // the session's identity and workload
   std::unique_ptr<measure::ServerTrialExecutor> executor;
+  // Test runs only (docs/reliability.md): HONE_CHAOS_PLAN's faults for the real
+  // executor, and HONE_TEST_EXECUTOR's scripted executor in its place.
+  std::unique_ptr<chaos::FaultPlan> chaos;
+  std::unique_ptr<measure::TrialExecutor> test_executor;
   std::unique_ptr<kb::RecipeStore> kb;  // null: disabled or unavailable
+  std::string kb_error;                 // why an enabled knowledge base could not be opened ("" = fine)
+  std::optional<kb::KbRules> kb_rules;  // the rules it was opened with (admission at close)
   std::unique_ptr<session::WarmStart> warm;
   std::unique_ptr<search::Proposer> proposer;
   Agents agents;

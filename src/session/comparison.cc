@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/check.h"
+#include "core/strings.h"
 
 namespace hone::session {
 
@@ -107,6 +108,10 @@ Result<ComparisonResult> RunComparison(TrialRunner& runner, const PairPlan& plan
 
 Veto TrialVeto(const measure::TrialOutcome& o) {
   if (!o.launched) return {VetoKind::kLaunchFailed, o.failure_kind + ": " + o.failure_detail.substr(0, 200)};
+  if (!o.faults.empty()) {
+    return {VetoKind::kFaulted, o.id + (o.retry_of.empty() ? "" : " (measured again after " + o.retry_of + ")") +
+                                    ": " + Join(o.faults, ", ")};
+  }
   if (!o.valid) return {VetoKind::kInvalidRun, o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]};
   HONE_CHECK(!o.slo_ok);
   return {VetoKind::kSloViolated, o.slo_violations.empty() ? "" : o.slo_violations[0]};
@@ -126,7 +131,10 @@ Decision Measured(const ComparisonResult& c) {
       HONE_CHECK(c.failed.has_value());
       const measure::TrialOutcome& a = *c.failed;
       return {Verdict::kInvalid, "the incumbent's trial " + a.id + " failed (" +
-                                     (a.launched ? std::string("invalid run") : a.failure_kind) + ")"};
+                                     (!a.launched        ? a.failure_kind
+                                      : !a.faults.empty() ? "faulted: " + Join(a.faults, ", ")
+                                                          : std::string("invalid run")) +
+                                     ")"};
     }
     case ComparisonEnd::kFailedB:
     case ComparisonEnd::kSloViolated: {
@@ -149,6 +157,7 @@ Decision Decide(const std::optional<ComparisonResult>& comparison, const std::ve
       case VetoKind::kScreenDrop: return {Verdict::kScreenedOut, v.reason};
       case VetoKind::kLaunchFailed: return {Verdict::kLaunchFailed, v.reason};
       case VetoKind::kInvalidRun: return {Verdict::kInvalid, v.reason};
+      case VetoKind::kFaulted: return {Verdict::kInvalid, "faulted: " + v.reason};
       case VetoKind::kSloViolated: return {Verdict::kRevert, "SLO violated: " + v.reason};
       case VetoKind::kAccuracy:
         return {Verdict::kAccuracyFailed,

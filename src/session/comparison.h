@@ -128,6 +128,8 @@ enum class VetoKind {
   kScreenDrop,     // its screening trial was far worse         -> SCREENED_OUT
   kLaunchFailed,   // a trial of it did not launch              -> LAUNCH_FAILED
   kInvalidRun,     // a trial of it is not a result             -> INVALID
+  kFaulted,        // a trial of it faulted, and again when measured once more
+                   // (the server or the transport misbehaved)  -> INVALID
   kSloViolated,    // a trial of it violated an SLO             -> REVERT
   kAccuracy,       // the accuracy gate failed                  -> ACCURACY_FAILED
   kCritic,         // the critic refused a measured KEEP        -> REVERT (a KEEP only)
@@ -148,8 +150,9 @@ struct Decision {
   std::string reason;
 };
 
-// The veto a failed trial carries: LAUNCH_FAILED (kind: detail), INVALID, or an SLO
-// violation.
+// The veto a failed trial carries: LAUNCH_FAILED (kind: detail), a fault (its
+// retry faulted too: INVALID), INVALID, or an SLO violation. A faulted trial is never
+// valid, so it never reaches a verdict's values.
 Veto TrialVeto(const measure::TrialOutcome& o);
 
 // The one place a verdict is decided. `comparison` is the paired comparison's result

@@ -313,9 +313,34 @@ TEST(DecideTest, AFailedTrialCarriesItsOwnVeto) {
   v = TrialVeto(o);
   EXPECT_EQ(v.kind, VetoKind::kInvalidRun);
   EXPECT_EQ(v.reason, "invalid run");
+  o.faults = {"connection_reset x2"};
+  o.retry_of = "t0000";
+  v = TrialVeto(o);
+  EXPECT_EQ(v.kind, VetoKind::kFaulted);
+  EXPECT_EQ(v.reason, "t0001 (measured again after t0000): connection_reset x2");
+  EXPECT_EQ(Decide(std::nullopt, {v}).verdict, Verdict::kInvalid);
+  o.faults.clear();
   o.valid = true;
   o.slo_ok = false;
   EXPECT_EQ(TrialVeto(o).kind, VetoKind::kSloViolated);
+}
+
+// A faulted trial (its server or the transport misbehaved; the ledger already measured
+// it once more) is never a value of the comparison: its bogus objective, ten times the
+// real one, ends the comparison, and Decide makes the candidate INVALID, not a KEEP.
+TEST_F(ComparisonTest, AFaultedTrialEndsTheComparisonAndIsNeverKept) {
+  FakeRunner runner(exec_);
+  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == TrialRole::kCandidate && r.id == "t0004"; };
+  PairLog log(at, av, bt, bv);
+  ASSERT_OK_AND_ASSIGN(ComparisonResult r, RunComparison(runner, Plan("speed=same"), log));
+  EXPECT_EQ(r.end, ComparisonEnd::kFailedB);
+  ASSERT_TRUE(r.failed.has_value());
+  EXPECT_EQ(r.failed->id, "t0004");
+  EXPECT_EQ(log.pairs(), 1);
+  for (double v : bv) EXPECT_LT(v, 200);
+  Decision d = Decide(r, {});
+  EXPECT_EQ(d.verdict, Verdict::kInvalid);
+  EXPECT_EQ(d.reason, "faulted: t0004: connection_reset x3");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "core/stats.h"
 #include "core/strings.h"
@@ -220,7 +221,8 @@ Status Coordinator::CloseSession() {
       best_output += o.result.output_tps;
     };
     PairLog log(a_trials, a, b_trials, b);
-    (void)RunComparison(ledger_, plan, log);  // an error (an interrupt) leaves what was measured
+    // An error (an interrupt) leaves what was measured; a full disk stops the session.
+    if (auto run = RunComparison(ledger_, plan, log); !run && sys::IsNoSpace(run.error())) return Fail(run.error());
     state_.validation_trials = log.Interleaved();
     if (log.pairs() >= m.min_pairs) {
       measure::VerdictResult r = JudgePairs(plan, log);
@@ -256,6 +258,7 @@ Status Coordinator::CloseSession() {
   // session is "done" only once they are written (a crash here re-runs the close).
   if (services_.closer) {
     auto closed = services_.closer->Close(state_);
+    if (!closed && sys::IsNoSpace(closed.error())) return closed;  // resumed, it writes them again
     if (!closed) ledger_.Event("close_error", {{"error", closed.error().message}});
   }
   state_.phase = Phase::kDone;
@@ -276,9 +279,14 @@ Result<SessionState> Coordinator::Run() {
   }
   HONE_TRY(ledger_.Save());
   // One wrapper per phase: a failed phase is recorded and the session moves on.
+  std::optional<Error> no_space;  // the run directory is full: stop, to resume once there is room
   auto guarded = [&](Status (Coordinator::*phase)()) -> bool {
     Status s = (this->*phase)();
     if (s) return true;
+    if (sys::IsNoSpace(s.error())) {
+      no_space = s.error();
+      return false;
+    }
     if (s.error().code == ErrorCode::kCancelled || sys::InterruptRequested()) {
       state_.interrupted = true;
       state_.stop_reason = "interrupted";
@@ -329,6 +337,7 @@ Result<SessionState> Coordinator::Run() {
     }
     if (running) HONE_TRY(ledger_.Save());
   }
+  if (no_space) return Fail(*no_space);
   if (state_.phase != Phase::kDone) HONE_TRY(CloseSession());
   return state_;
 }

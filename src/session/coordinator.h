@@ -101,6 +101,7 @@ class Coordinator {
   SessionState state_;
   Ledger ledger_;  // refers to the three above
   int stock_failures_ = 0;  // failed stock trials in the prelude (one is retried)
+  bool event_error_shown_ = false;
 };
 
 // Summary line for `hone status`.

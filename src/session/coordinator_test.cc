@@ -165,6 +165,80 @@ TEST_F(CoordinatorTest, AFailedStockTrialIsRetriedOnce) {
   EXPECT_TRUE(t.candidates.empty());
 }
 
+// A faulted trial (its server misbehaved) is measured again once and never enters a
+// verdict: here every candidate trial's first attempt comes back faulted with a bogus
+// value ten times the real one, and no KEEP follows from it. A second fault leaves
+// the candidate INVALID, and the session still closes.
+TEST_F(CoordinatorTest, FaultedTrialsAreRetriedOnceAndNeverKept) {
+  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == measure::TrialRole::kCandidate && r.retry_of.empty(); };
+  ListProposer p({"speed=same"});
+  SessionState s = Run(Spec(), &p);
+  ASSERT_EQ(s.candidates.size(), 1u);
+  const CandidateRecord& c = s.candidates[0];
+  EXPECT_NE(c.verdict, Verdict::kKeep) << c.reason;
+  ASSERT_FALSE(c.candidate_trials.empty());
+  for (double v : c.candidate_values) EXPECT_LT(v, 200);  // never the faulted value
+  for (const std::string& id : c.candidate_trials) {
+    auto t = measure::ReadTrialOutcome((dir_->path() / "trials" / id).string());
+    ASSERT_TRUE(t);
+    EXPECT_FALSE(t->retry_of.empty()) << id << " is not the re-measurement of a faulted trial";
+    EXPECT_TRUE(t->valid);
+  }
+  auto events = ReadEvents((dir_->path() / "events.jsonl").string());
+  ASSERT_TRUE(events);
+  int retries = 0;
+  for (const auto& e : *events) retries += e.type == "trial_retry";
+  EXPECT_EQ(static_cast<size_t>(retries), c.candidate_trials.size() + (c.screen_trial.empty() ? 0 : 0));
+  EXPECT_EQ(closer_.calls, 1);
+
+  auto d = sys::TempDir::Create("hone-coord");
+  ASSERT_TRUE(d);
+  dir_ = std::move(*d);
+  exec_.run_dir = dir_->path().string();
+  exec_.fault_if = [](const measure::TrialRequest& r) { return r.role == measure::TrialRole::kCandidate; };
+  exec_.factors = {{"speed=fast", 1.5}};
+  ListProposer q({"speed=fast"});
+  SessionState t = Run(Spec(), &q);
+  ASSERT_EQ(t.candidates.size(), 1u);
+  EXPECT_EQ(t.candidates[0].verdict, Verdict::kInvalid);
+  EXPECT_NE(t.candidates[0].reason.find("faulted"), std::string::npos) << t.candidates[0].reason;
+  EXPECT_TRUE(t.BestIsStock());
+  EXPECT_EQ(closer_.calls, 2);
+}
+
+// A full disk under the run directory stops the session with the error (it is not a
+// failed phase, and the session is not closed as if converged); once there is room,
+// the resumed session finishes with the same verdict.
+TEST_F(CoordinatorTest, AFullDiskStopsTheSessionToBeResumed) {
+  exec_.factors = {{"speed=fast", 1.3}};
+  bool full = true;
+  exec_.error_if = [&](const measure::TrialRequest& r) -> std::optional<Error> {
+    if (!full || r.role != measure::TrialRole::kCandidate) return std::nullopt;
+    return Error{ErrorCode::kResourceExhausted, "cannot write outcome.json: No space left on device",
+                 {{"no_space", "true"}}};
+  };
+  ListProposer p({"speed=fast"});
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.closer = &closer_;
+  spec::SessionSpec spec = Spec();
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  auto out = c.Run();
+  ASSERT_FALSE(out);
+  EXPECT_TRUE(sys::IsNoSpace(out.error()));
+  EXPECT_EQ(closer_.calls, 0);
+  ASSERT_OK_AND_ASSIGN(SessionState saved, LoadState(dir_->path().string()));
+  EXPECT_NE(saved.phase, Phase::kDone);
+  full = false;
+  ListProposer q({"speed=fast"});
+  SessionState s = Run(spec, &q, &saved);
+  EXPECT_EQ(s.phase, Phase::kDone);
+  ASSERT_EQ(s.candidates.size(), 1u);
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
+}
+
 // Close validation is sequential: a burst of noise in its first pairs leaves the
 // verdict inconclusive, so it measures more pairs (up to max_pairs) instead of
 // giving up on a real gain after min_pairs.

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/strings.h"
 #include "sys/signals.h"
 
 namespace hone::session {
@@ -68,7 +69,10 @@ Status Ledger::Save() {
 
 void Ledger::Event(const std::string& type, std::vector<std::pair<std::string, std::string>> fields) {
   fields.insert(fields.begin(), {"phase", std::string(PhaseName(state_.phase))});
-  (void)events_.Append(type, Now(), fields);
+  if (auto s = events_.Append(type, Now(), fields); !s && !event_error_shown_) {
+    event_error_shown_ = true;  // once: a full disk fails every append
+    Progress("warning: the event log lost an event: " + s.error().message);
+  }
 }
 
 void Ledger::Progress(const std::string& line) {
@@ -99,8 +103,19 @@ void Ledger::EndPhase(PhaseStatus status, const std::string& note) {
 }
 
 Result<measure::TrialOutcome> Ledger::RunTrial(const Arm& arm, const measure::OperatingPoint& p) {
+  HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, RunTrialOnce(arm, p, ""));
+  if (o.launched && !o.faults.empty() && arm.role != measure::TrialRole::kWarmup) {
+    Event("trial_retry", {{"trial", o.id}, {"faults", Join(o.faults, ", ")}});
+    Progress("  " + o.id + " faulted (" + Join(o.faults, ", ") + "): measuring it again");
+    return RunTrialOnce(arm, p, o.id);
+  }
+  return o;
+}
+
+Result<measure::TrialOutcome> Ledger::RunTrialOnce(const Arm& arm, const measure::OperatingPoint& p,
+                                                   const std::string& retry_of) {
   if (sys::InterruptRequested()) return Cancelled("interrupted");
-  measure::TrialRequest req{NextTrialId(), arm.role, arm.config, p, arm.server_binary};
+  measure::TrialRequest req{NextTrialId(), arm.role, arm.config, p, arm.server_binary, retry_of};
   // Persist the id before the trial: a crash mid-trial never reuses it.
   HONE_TRY(Save());
   const std::string role(measure::TrialRoleName(arm.role));
@@ -109,7 +124,10 @@ Result<measure::TrialOutcome> Ledger::RunTrial(const Arm& arm, const measure::Op
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, services_.executor->Run(req));
   ++state_.trials_run;
   state_.trial_seconds_total += o.wall_s;
-  std::string status = !o.launched ? "launch_failed:" + o.failure_kind : !o.valid ? "invalid" : "ok";
+  std::string status = !o.launched          ? "launch_failed:" + o.failure_kind
+                       : !o.faults.empty() ? "faulted"
+                       : !o.valid          ? "invalid"
+                                           : "ok";
   Event("trial_finished", {{"trial", o.id},
                            {"status", status},
                            {"objective", Fmt("%.6g", o.objective)},

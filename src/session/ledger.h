@@ -29,7 +29,11 @@ class Ledger final : public TrialRunner {
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;
 
-  // A numbered, logged trial of `arm` (the state is saved first).
+  // A numbered, logged trial of `arm` (the state is saved first). A launched trial
+  // that faulted (measure::TrialOutcome::faults: the server or the transport
+  // misbehaved) measured nothing about its configuration: it is run once more
+  // (`retry_of`), and a second fault stands: an invalid trial, which RunComparison
+  // ends on and Decide turns into INVALID (VetoKind::kFaulted). Warm-ups are not retried.
   Result<measure::TrialOutcome> RunTrial(const Arm& arm, const measure::OperatingPoint& point) override;
   Result<measure::TrialOutcome> RunTrial(measure::TrialRole role, const Config& config,
                                          const measure::OperatingPoint& point, const std::string& server_binary = "") {
@@ -58,11 +62,14 @@ class Ledger final : public TrialRunner {
  private:
   double CloseReserve() const;
   std::string NextTrialId();
+  Result<measure::TrialOutcome> RunTrialOnce(const Arm& arm, const measure::OperatingPoint& point,
+                                             const std::string& retry_of);
 
   const spec::SessionSpec& spec_;
   const SessionServices& services_;
   SessionState& state_;
   EventLog events_;
+  bool event_error_shown_ = false;  // a lost event is reported once (a full disk fails every append)
 };
 
 }  // namespace hone::session

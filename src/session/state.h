@@ -148,6 +148,9 @@ struct SessionState {
   int next_candidate = 1;
   int trials_run = 0;
   double trial_seconds_total = 0;
+  // Set by LoadState when state.json was damaged and the previous save replaced it
+  // (what happened, for the user and the event log); never saved.
+  std::string recovered;
 
   CandidateRecord* Pending();  // the candidate still being measured, or nullptr
   // True while nothing (no knob, no patch) has replaced the stock configuration.
@@ -156,7 +159,12 @@ struct SessionState {
 
 std::string StateToJson(const SessionState& s);
 Result<SessionState> StateFromJson(const std::string& text);
+// Writes state.json atomically; the previous state.json stays as state.json.prev.
 Status SaveState(const std::string& run_dir, const SessionState& s);
+// Reads state.json. A damaged one (edited, or corrupted outside hone) is an error
+// naming the damage, unless state.json.prev is whole: then the session resumes from
+// that previous save (`recovered` says so), its next trial id past every trial
+// directory on disk, so no trial's evidence is overwritten.
 Result<SessionState> LoadState(const std::string& run_dir);
 
 // events.jsonl: one JSON object per line, appended and fsynced.
@@ -180,7 +188,8 @@ struct Event {
   std::vector<std::pair<std::string, std::string>> fields;
   std::string Get(const std::string& key) const;
 };
-// Reads events.jsonl; a torn last line (crash mid-write) is skipped.
-Result<std::vector<Event>> ReadEvents(const std::string& path);
+// Reads events.jsonl. A line that is not a whole event (a torn last line after a
+// crash, or damage) is skipped and its 1-based number added to `damaged`.
+Result<std::vector<Event>> ReadEvents(const std::string& path, std::vector<int>* damaged = nullptr);
 
 }  // namespace hone::session

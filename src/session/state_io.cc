@@ -1,6 +1,9 @@
 // JSON (de)serialization of the session state and events: the session layer's edge.
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 
@@ -346,15 +349,44 @@ Result<SessionState> StateFromJson(const std::string& text) {
 }
 
 Status SaveState(const std::string& run_dir, const SessionState& s) {
-  return sys::WriteFileAtomic(std::filesystem::path(run_dir) / "state.json", StateToJson(s));
+  const std::filesystem::path dir(run_dir);
+  // The state one save back, for a state.json damaged outside hone: a hard link
+  // (no copy), renamed into place so that state.json.prev is always whole.
+  const std::string prev_tmp = (dir / ".state.json.prev.tmp").string();
+  unlink(prev_tmp.c_str());
+  if (link((dir / "state.json").c_str(), prev_tmp.c_str()) == 0) {
+    rename(prev_tmp.c_str(), (dir / "state.json.prev").c_str());
+  }
+  return sys::WriteFileAtomic(dir / "state.json", StateToJson(s));
 }
 
 Result<SessionState> LoadState(const std::string& run_dir) {
-  auto text = sys::ReadFile(std::filesystem::path(run_dir) / "state.json");
+  const std::filesystem::path dir(run_dir);
+  auto text = sys::ReadFile(dir / "state.json");
   if (!text) {
     return Fail(Error{ErrorCode::kNotFound, "no session in " + run_dir + " (state.json missing)", {{"dir", run_dir}}});
   }
-  return StateFromJson(*text);
+  auto state = StateFromJson(*text);
+  if (state) return state;
+  const std::string damage = "state.json is damaged (" + state.error().message + ")";
+  auto prev_text = sys::ReadFile(dir / "state.json.prev");
+  auto prev = prev_text ? StateFromJson(*prev_text) : Result<SessionState>(Fail(prev_text.error()));
+  if (!prev) {
+    return Fail(Error{ErrorCode::kDataLoss,
+                      damage + " and no whole state.json.prev can replace it; the session cannot be resumed",
+                      {{"dir", run_dir}}});
+  }
+  // Trial ids on disk are never reused: the lost save may have started trials.
+  int last = prev->next_trial - 1;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "trials", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.size() > 1 && name[0] == 't') last = std::max(last, static_cast<int>(ParseInt(name.substr(1)).value_or(0)));
+  }
+  prev->next_trial = last + 1;
+  prev->recovered = damage + "; resumed from state.json.prev, the state one save earlier: what happened after it "
+                    "is measured again (trial ids continue after t" + std::to_string(last) + ")";
+  return prev;
 }
 
 Status EventLog::Append(const std::string& type, double session_s,
@@ -391,17 +423,22 @@ std::string Event::Get(const std::string& key) const {
   return "";
 }
 
-Result<std::vector<Event>> ReadEvents(const std::string& path) {
+Result<std::vector<Event>> ReadEvents(const std::string& path, std::vector<int>* damaged) {
   std::vector<Event> out;
   auto text = sys::ReadFile(path);
   if (!text) {
     if (text.error().code == ErrorCode::kNotFound) return out;
     return Fail(text.error());
   }
+  int number = 0;
   for (const std::string& line : Split(*text, '\n')) {
+    ++number;
     if (Trim(line).empty()) continue;
     json j = json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) continue;  // a torn last line after a crash
+    if (j.is_discarded() || !j.is_object() || !j.contains("type")) {
+      if (damaged) damaged->push_back(number);
+      continue;
+    }
     Event e;
     e.seq = j.value("seq", int64_t{0});
     e.type = j.value("type", "");

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/strings.h"
 #include "sys/files.h"
 #include "testing/test_util.h"
 
@@ -92,6 +93,62 @@ TEST(StateTest, EventsAppendAndSurviveATornLine) {
   EventLog again(path);  // continues the sequence
   ASSERT_OK(again.Append("c", 3.0));
   EXPECT_EQ(ReadEvents(path)->back().seq, 2);
+}
+
+// A damaged line in the middle of the log is reported by number (never silently
+// dropped); the events around it are read.
+TEST(StateTest, DamagedEventLinesAreReportedByNumber) {
+  auto d = sys::TempDir::Create("hone-events");
+  ASSERT_TRUE(d);
+  std::string path = ((*d)->path() / "events.jsonl").string();
+  EventLog log(path);
+  for (const char* type : {"a", "b", "c"}) ASSERT_OK(log.Append(type, 1.0));
+  auto text = sys::ReadFile(path);
+  auto lines = Split(*text, '\n');
+  ASSERT_OK(sys::WriteFileAtomic(path, lines[0] + "\n" + "{\"seq\":1,\"t\":1,\"ty\x01pe\"" + "\n" + lines[2] + "\n"));
+  std::vector<int> damaged;
+  auto events = ReadEvents(path, &damaged);
+  ASSERT_OK(events);
+  EXPECT_EQ(events->size(), 2u);
+  EXPECT_EQ(damaged, std::vector<int>{2});
+}
+
+// state.json is written atomically, so only damage from outside hone can break it:
+// then the previous save (state.json.prev) takes its place, with a note, and trial
+// ids on disk are never reused. Without a whole previous save, a clear error.
+TEST(StateTest, ADamagedStateResumesFromThePreviousSave) {
+  auto d = sys::TempDir::Create("hone-state");
+  ASSERT_TRUE(d);
+  const std::string dir = (*d)->path().string();
+  SessionState s;
+  s.session_id = "x-1";
+  s.next_trial = 4;
+  ASSERT_OK(SaveState(dir, s));
+  s.next_trial = 6;
+  CandidateRecord c;
+  c.id = "c001";
+  c.verdict = Verdict::kKeep;
+  s.candidates.push_back(c);
+  ASSERT_OK(SaveState(dir, s));
+  ASSERT_OK(sys::EnsureDir((*d)->path() / "trials" / "t0005"));
+  // Damage: a truncated state.json.
+  auto text = sys::ReadFile((*d)->path() / "state.json");
+  ASSERT_OK(sys::WriteFileAtomic((*d)->path() / "state.json", text->substr(0, text->size() / 2)));
+  ASSERT_OK_AND_ASSIGN(SessionState back, LoadState(dir));
+  EXPECT_TRUE(back.candidates.empty());  // the previous save
+  EXPECT_EQ(back.next_trial, 6);         // past t0005 on disk
+  EXPECT_NE(back.recovered.find("state.json is damaged"), std::string::npos) << back.recovered;
+  EXPECT_NE(back.recovered.find("state.json.prev"), std::string::npos);
+  // Both damaged: an error that says so.
+  ASSERT_OK(sys::WriteFileAtomic((*d)->path() / "state.json.prev", "{"));
+  auto none = LoadState(dir);
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().message.find("cannot be resumed"), std::string::npos) << none.error().message;
+  // A whole state.json loads as it is, with no note.
+  ASSERT_OK(SaveState(dir, s));
+  ASSERT_OK_AND_ASSIGN(SessionState whole, LoadState(dir));
+  EXPECT_EQ(whole.candidates.size(), 1u);
+  EXPECT_TRUE(whole.recovered.empty());
 }
 
 }  // namespace

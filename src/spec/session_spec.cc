@@ -195,7 +195,7 @@ Status ParseBudget(const Field& f, BudgetSpec& b) {
 Status ParseMeasurement(const Field& f, MeasurementSpec& m) {
   if (!f.defined()) return Ok();
   HONE_TRY(f.CheckKeys({"min_pairs", "max_pairs", "pair_step", "confidence", "min_gain", "screen", "screen_drop",
-                        "aa_pairs", "health_timeout"}));
+                        "aa_pairs", "health_timeout", "request_timeout"}));
   HONE_ASSIGN_OR_RETURN(int64_t lo, f["min_pairs"].IntOr(3, 2, 100));
   HONE_ASSIGN_OR_RETURN(int64_t hi, f["max_pairs"].IntOr(std::max<int64_t>(9, lo), lo, 200));
   HONE_ASSIGN_OR_RETURN(int64_t step, f["pair_step"].IntOr(3, 1, 100));
@@ -213,6 +213,12 @@ Status ParseMeasurement(const Field& f, MeasurementSpec& m) {
     auto secs = ParseDurationSeconds(text);
     if (!secs) return Fail(f["health_timeout"].Err(secs.error().message));
     m.health_timeout_s = *secs;
+  }
+  if (f["request_timeout"].defined()) {
+    HONE_ASSIGN_OR_RETURN(std::string text, f["request_timeout"].Str());
+    auto secs = ParseDurationSeconds(text);
+    if (!secs || *secs <= 0) return Fail(f["request_timeout"].Err(secs ? "must be positive" : secs.error().message));
+    m.request_timeout_s = *secs;
   }
   return Ok();
 }

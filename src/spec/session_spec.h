@@ -104,6 +104,7 @@ struct MeasurementSpec {
   double screen_drop = 0.10;
   int aa_pairs = 3;
   double health_timeout_s = 180;
+  double request_timeout_s = 120;  // a request that receives nothing for this long is stalled
 };
 
 struct KbSpec {

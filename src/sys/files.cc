@@ -15,9 +15,14 @@
 namespace hone::sys {
 namespace {
 
+bool NoSpaceErrno(int err) { return err == ENOSPC || err == EDQUOT || err == EFBIG; }
+
 Error IoError(const std::string& what, const fs::path& path) {
-  return Error{errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kInternal,
-               what + " " + path.string() + ": " + strerror(errno), {{"path", path.string()}}};
+  const int err = errno;
+  Error e{err == ENOENT ? ErrorCode::kNotFound : NoSpaceErrno(err) ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
+          what + " " + path.string() + ": " + strerror(err), {{"path", path.string()}}};
+  if (NoSpaceErrno(err)) e.With("no_space", "true");
+  return e;
 }
 
 Status WriteAll(int fd, std::string_view data) {
@@ -25,7 +30,13 @@ Status WriteAll(int fd, std::string_view data) {
   while (off < data.size()) {
     ssize_t n = write(fd, data.data() + off, data.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Internal(std::string("write: ") + strerror(errno));
+    if (n < 0) {
+      const int err = errno;
+      Error e{NoSpaceErrno(err) ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
+              std::string("write: ") + strerror(err), {}};
+      if (NoSpaceErrno(err)) e.With("no_space", "true");
+      return Fail(std::move(e));
+    }
     off += static_cast<size_t>(n);
   }
   return Ok();
@@ -59,11 +70,14 @@ Status WriteFileAtomic(const fs::path& path, std::string_view data) {
   int fd = mkstemp(tmpl.data());
   if (fd < 0) return Fail(IoError("cannot create temp file in", dir));
   Status w = WriteAll(fd, data);
-  if (w && fsync(fd) != 0) w = Internal(std::string("fsync: ") + strerror(errno));
+  if (w && fsync(fd) != 0) w = Fail(IoError("fsync", path));
   close(fd);
   if (!w) {
-    unlink(tmpl.c_str());
-    return w;
+    unlink(tmpl.c_str());  // the old content stays in place
+    Error e = w.error();
+    e.message = "cannot write " + path.string() + ": " + e.message;
+    e.With("path", path.string());
+    return Fail(std::move(e));
   }
   if (rename(tmpl.c_str(), path.c_str()) != 0) {
     Error e = IoError("cannot rename onto", path);
@@ -83,10 +97,22 @@ Status AppendLineSync(const fs::path& path, std::string_view line) {
   if (fd < 0) return Fail(IoError("cannot append to", path));
   std::string buf(line);
   if (buf.empty() || buf.back() != '\n') buf += '\n';
+  const off_t before = lseek(fd, 0, SEEK_END);
   // One write() per line: O_APPEND makes concurrent appenders interleave whole lines.
   Status w = WriteAll(fd, buf);
-  if (w && fdatasync(fd) != 0) w = Internal(std::string("fdatasync: ") + strerror(errno));
+  if (w && fdatasync(fd) != 0) w = Fail(IoError("fdatasync", path));
+  if (!w && before >= 0) {
+    // A full disk can take half a line: cut it off, so the log never holds a torn
+    // line in its middle (the next append would glue itself onto it).
+    (void)ftruncate(fd, before);
+  }
   close(fd);
+  if (!w) {
+    Error e = w.error();
+    e.message = "cannot append to " + path.string() + ": " + e.message;
+    e.With("path", path.string());
+    return Fail(std::move(e));
+  }
   return w;
 }
 
@@ -94,11 +120,16 @@ Status EnsureDir(const fs::path& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    return Fail(Error{ErrorCode::kInternal, "cannot create directory " + dir.string() + ": " + ec.message(),
-                      {{"path", dir.string()}}});
+    const bool full = NoSpaceErrno(ec.value());
+    Error e{full ? ErrorCode::kResourceExhausted : ErrorCode::kInternal,
+            "cannot create directory " + dir.string() + ": " + ec.message(), {{"path", dir.string()}}};
+    if (full) e.With("no_space", "true");
+    return Fail(std::move(e));
   }
   return Ok();
 }
+
+bool IsNoSpace(const Error& e) { return e.Get("no_space") == "true"; }
 
 bool FileExists(const fs::path& path) {
   std::error_code ec;

@@ -23,6 +23,10 @@ Status WriteFileAtomic(const fs::path& path, std::string_view data);
 Status AppendLineSync(const fs::path& path, std::string_view line);
 Status EnsureDir(const fs::path& dir);
 bool FileExists(const fs::path& path);
+// True for a write that failed because the disk (or a quota, or a file-size limit) is
+// full: code kResourceExhausted with context "no_space". Such an error must stop a
+// session (to be resumed once there is room), never be taken for a failed trial.
+bool IsNoSpace(const Error& e);
 Result<uint64_t> FileSize(const fs::path& path);
 
 // Hex SHA-256 of a file's content (OpenSSL).

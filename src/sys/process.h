@@ -117,4 +117,11 @@ ProcessRunner& DefaultProcessRunner();
 // as-is if executable.
 std::string FindOnPath(const std::string& program);
 
+// Sends `signal` to every process of group `pgid` (a ChildProcess's pid is its group).
+Status SignalGroup(pid_t pgid, int signal);
+
+// Whether a process of group `pgid` listens on TCP `port` (any address), from Linux's
+// /proc/net/tcp{,6} and /proc/<pid>/fd. kUnavailable when /proc cannot tell.
+Result<bool> GroupListensOn(pid_t pgid, int port);
+
 }  // namespace hone::sys

@@ -7,9 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <ctime>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
 
 #include "core/strings.h"
 #include "sys/process.h"
@@ -73,6 +78,7 @@ ExitStatus FromWaitStatus(int status) {
   if (n == 1) _exit(0);  // disarmed: hone stopped the child itself
   // EOF (or error): hone is gone. Take the child's group down.
   kill(-pgid, SIGTERM);
+  kill(-pgid, SIGCONT);
   for (int waited = 0; waited < grace_ms; waited += 20) {
     if (kill(-pgid, 0) != 0 && errno == ESRCH) _exit(0);
     SleepMillis(20);
@@ -327,6 +333,7 @@ ExitStatus ChildProcess::Stop(std::chrono::milliseconds grace) {
   if (exit_) return *exit_;
   if (auto s = Poll()) return *s;
   kill(-pid_, SIGTERM);
+  kill(-pid_, SIGCONT);  // a stopped (hung) process handles its TERM only once continued
   int64_t deadline = NowMillis() + grace.count();
   while (NowMillis() < deadline) {
     if (auto s = Poll()) return *s;
@@ -382,6 +389,80 @@ Result<CommandOutput> RunCommand(const ProcessSpec& spec, std::chrono::milliseco
     return Fail(std::move(e));
   }
   return CommandOutput{*status, child->Output()};
+}
+
+Status SignalGroup(pid_t pgid, int signal) {
+  if (pgid <= 1) return InvalidArgument("not a process group: " + std::to_string(pgid));
+  if (kill(-pgid, signal) != 0) return Unavailable("kill(-" + std::to_string(pgid) + "): " + strerror(errno));
+  return Ok();
+}
+
+namespace {
+
+// Inodes of the sockets listening on `port` (any address), IPv4 and IPv6.
+std::vector<std::string> ListeningInodes(int port, bool* readable) {
+  std::vector<std::string> out;
+  *readable = false;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::FILE* f = std::fopen(table, "r");
+    if (!f) continue;
+    *readable = true;
+    char line[512];
+    bool header = true;
+    while (std::fgets(line, sizeof line, f)) {
+      if (header) {
+        header = false;
+        continue;
+      }
+      // "sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode ..."
+      auto fields = Split(Trim(line), ' ');
+      std::vector<std::string> cols;
+      for (const auto& c : fields) {
+        if (!c.empty()) cols.push_back(c);
+      }
+      if (cols.size() < 10 || cols[3] != "0A") continue;  // 0A = LISTEN
+      size_t colon = cols[1].rfind(':');
+      if (colon == std::string::npos) continue;
+      if (std::strtol(cols[1].c_str() + colon + 1, nullptr, 16) != port) continue;
+      out.push_back(cols[9]);
+    }
+    std::fclose(f);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<bool> GroupListensOn(pid_t pgid, int port) {
+  bool readable = false;
+  std::vector<std::string> inodes = ListeningInodes(port, &readable);
+  if (!readable) return Unavailable("/proc/net/tcp is not readable");
+  if (inodes.empty()) return false;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = proc.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    // Field 5 of /proc/<pid>/stat is the process group (after the parenthesized name).
+    std::FILE* f = std::fopen((proc.path() / "stat").c_str(), "r");
+    if (!f) continue;
+    char buf[1024];
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = 0;
+    const char* close_paren = std::strrchr(buf, ')');
+    if (!close_paren) continue;
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    if (std::sscanf(close_paren + 1, " %c %d %d", &state, &ppid, &pgrp) != 3 || pgrp != pgid) continue;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", ec)) {
+      std::error_code lec;
+      std::string target = std::filesystem::read_symlink(fd.path(), lec).string();
+      if (lec || !target.starts_with("socket:[")) continue;
+      std::string inode = target.substr(8, target.size() - 9);
+      if (std::find(inodes.begin(), inodes.end(), inode) != inodes.end()) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace hone::sys

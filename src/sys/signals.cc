@@ -27,6 +27,9 @@ void InstallInterruptHandlers() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // A file-size limit (ulimit -f) makes a write fail with EFBIG, reported like a full
+  // disk, instead of killing hone mid-write.
+  signal(SIGXFSZ, SIG_IGN);
 }
 
 bool InterruptRequested() { return g_interrupt_signal != 0; }

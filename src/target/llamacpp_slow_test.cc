@@ -115,6 +115,40 @@ TEST_F(LlamaServerTest, PortInUseFailsBeforeLaunch) {
   EXPECT_NE(server.error().message.find("is already in use"), std::string::npos);
 }
 
+// Another process takes the chosen port between the check and the server's bind, and
+// answers /health as a server would: it is never taken for ours; the launch is a
+// port_in_use and runs again on a new port.
+TEST_F(LlamaServerTest, APortTakenBetweenTheCheckAndTheBindIsRelaunched) {
+  std::unique_ptr<net::RawServer> squatter;
+  ServerOptions o = Opts();
+  o.before_launch = [&](int port) {
+    if (squatter) return;
+    auto s = net::RawServer::Start(
+        [](const net::RawRequest&, net::RawWriter& w) {
+          w.Write("HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}");
+        },
+        port);
+    ASSERT_OK(s);
+    squatter = std::move(*s);
+  };
+  auto server = StartServer(*adapter_, Config{}, Ctx(), o);
+  ASSERT_OK(server);
+  ASSERT_TRUE(squatter);
+  EXPECT_NE((*server)->port(), squatter->port());
+  ASSERT_EQ((*server)->relaunches().size(), 1u);
+  EXPECT_NE((*server)->relaunches()[0].find("port_in_use"), std::string::npos) << (*server)->relaunches()[0];
+  auto r = net::PostJson("127.0.0.1", (*server)->port(), "/v1/completions",
+                         json{{"prompt", "hi"}, {"max_tokens", 2}}.dump(), 60s);
+  ASSERT_OK(r);
+  EXPECT_EQ(r->status, 200);
+
+  // A process that never listens, with a stranger answering on its port: not healthy.
+  LaunchSpec spec{.argv = {"sh", "-c", "exec sleep 60"}, .port = squatter->port()};
+  auto fooled = Server::Start(spec, adapter_->failure_rules(), Opts(1500ms));
+  ASSERT_FALSE(fooled);
+  EXPECT_EQ(fooled.error().Get("failure_kind"), "port_in_use") << fooled.error().ToString();
+}
+
 TEST_F(LlamaServerTest, ServerThatNeverBecomesHealthyIsStopped) {
   LaunchSpec spec{.argv = {"sh", "-c", "echo starting; exec sleep 60"}, .port = *net::FreeLoopbackPort()};
   auto start = std::chrono::steady_clock::now();

@@ -41,15 +41,29 @@ Result<std::unique_ptr<Server>> Server::Start(const LaunchSpec& spec, const std:
   }
   auto server = std::unique_ptr<Server>(new Server(spec, std::move(*child), options.stop_grace));
   int64_t deadline = start_ns + options.health_timeout.count() * 1'000'000;
+  bool foreign_listener = false;
   while (true) {
     if (auto exited = server->process_->Poll()) {
       std::string log = server->process_->Output();
       Classification c = Classify(rules, log, exited->code, exited->signal);
+      if ((c.kind == FailureKind::kNone || c.kind == FailureKind::kExited) && net::PortInUse(spec.port)) {
+        // Exited without a word we know, and someone else listens on its port: a port
+        // race (llama-server's log can be lost when it exits at once).
+        c = {FailureKind::kPortInUse, "another process listens on the port",
+             "port " + std::to_string(spec.port) + " is taken" + (log.empty() ? "" : ": " + LastLines(log, 1))};
+      }
       if (c.kind == FailureKind::kNone) c.kind = FailureKind::kExited;
       return Fail(LaunchFailure(c, "server exited during start-up", exited->ToString()));
     }
     auto health = net::Get(spec.host, spec.port, spec.health_path, 2s);
-    if (health && health->status == 200) break;
+    if (health && health->status == 200) {
+      // A healthy answer counts only from our own process: another process may have
+      // taken the port between the check and our bind (ours then fails to bind and
+      // exits, and is classified port_in_use above).
+      auto ours = sys::GroupListensOn(server->pid(), spec.port);
+      if (!ours || *ours) break;
+      foreign_listener = true;
+    }
     if (sys::InterruptRequested()) {
       server->Stop();
       return Cancelled("interrupted while waiting for the server to become healthy");
@@ -59,7 +73,9 @@ Result<std::unique_ptr<Server>> Server::Start(const LaunchSpec& spec, const std:
       std::string log = server->process_->Output();
       Classification c = Classify(rules, log, 0, 0);
       // A recognizable error in the log beats a bare timeout.
-      if (c.kind == FailureKind::kNone || c.kind == FailureKind::kExited) {
+      if (foreign_listener && (c.kind == FailureKind::kNone || c.kind == FailureKind::kExited)) {
+        c = {FailureKind::kPortInUse, "another process answers on the port", "port " + std::to_string(spec.port)};
+      } else if (c.kind == FailureKind::kNone || c.kind == FailureKind::kExited) {
         c = {FailureKind::kHealthTimeout,
              "no healthy answer on " + spec.health_path + " within " +
                  HumanSeconds(static_cast<double>(options.health_timeout.count()) / 1000.0),
@@ -85,15 +101,19 @@ Result<std::unique_ptr<Server>> StartServer(const Adapter& adapter, const Config
                                "port " + std::to_string(ctx.port) + " is already in use"},
                               "cannot start the server on port " + std::to_string(ctx.port), "not started"));
   }
+  std::vector<std::string> relaunches;
   for (int attempt = 0;; ++attempt) {
     if (!fixed_port) {
       HONE_ASSIGN_OR_RETURN(ctx.port, net::FreeLoopbackPort());
     }
     HONE_ASSIGN_OR_RETURN(LaunchSpec spec, adapter.BuildLaunch(config, ctx));
+    if (options.before_launch) options.before_launch(ctx.port);
     auto server = Server::Start(spec, adapter.failure_rules(), options);
+    if (server) (*server)->relaunches_ = relaunches;
     if (server || fixed_port || attempt >= 2 || server.error().Get("failure_kind") != "port_in_use") {
       return server;
     }
+    relaunches.push_back("port " + std::to_string(ctx.port) + ": " + server.error().message);
   }
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ struct ServerOptions {
   std::string log_path;
   std::chrono::milliseconds health_timeout{180'000};
   std::chrono::milliseconds stop_grace{5'000};
+  // Test hook (chaos runs): called with the chosen port just before each launch.
+  std::function<void(int port)> before_launch;
 };
 
 class Server {
@@ -38,6 +41,9 @@ class Server {
   int port() const { return spec_.port; }
   std::string base_url() const { return "http://" + spec_.host + ":" + std::to_string(spec_.port); }
   double startup_seconds() const { return startup_seconds_; }
+  // Launches StartServer made before this one and why they failed ("port 41234:
+  // port_in_use ..."), oldest first.
+  const std::vector<std::string>& relaunches() const { return relaunches_; }
   pid_t pid() const { return process_->pid(); }
   bool Alive() { return !process_->Poll().has_value(); }
   std::string LogTail(size_t bytes) const { return process_->OutputTail(bytes); }
@@ -50,6 +56,8 @@ class Server {
   std::unique_ptr<sys::ChildProcess> process_;
   std::chrono::milliseconds grace_;
   double startup_seconds_ = 0;
+  std::vector<std::string> relaunches_;
+  friend Result<std::unique_ptr<Server>> StartServer(const Adapter&, const Config&, LaunchContext, const ServerOptions&);
 };
 
 // Builds an error for a failed launch (shared with callers that classify logs

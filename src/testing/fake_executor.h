@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,10 +37,17 @@ class FakeExecutor final : public measure::TrialExecutor {
   std::vector<measure::TrialRequest> ran;
   int accuracy_checks = 0;
   std::vector<std::string> invalid_trials;       // trial ids that run but are invalid
+  // Trials whose server misbehaves: faulted, with a bogus objective ten times the base.
+  std::function<bool(const measure::TrialRequest&)> fault_if;
+  // Trials that fail as infrastructure (an error, not an outcome), e.g. a full disk.
+  std::function<std::optional<Error>(const measure::TrialRequest&)> error_if;
   // Optional: rewrites a trial's objective (after noise), e.g. a burst of host noise.
   std::function<double(const measure::TrialRequest&, double)> adjust;
 
   Result<measure::TrialOutcome> Run(const measure::TrialRequest& req) override {
+    if (error_if) {
+      if (auto e = error_if(req)) return Fail(*e);
+    }
     ran.push_back(req);
     if (clock) clock->AdvanceSeconds(trial_cost_s);
     measure::TrialOutcome o;
@@ -47,6 +55,7 @@ class FakeExecutor final : public measure::TrialExecutor {
     o.role = req.role;
     o.config = req.config;
     o.point = req.point;
+    o.retry_of = req.retry_of;
     o.wall_s = trial_cost_s;
     o.dir = run_dir + "/trials/" + req.id;
     HONE_TRY(sys::EnsureDir(o.dir));
@@ -71,6 +80,14 @@ class FakeExecutor final : public measure::TrialExecutor {
     }
     o.launched = true;
     o.valid = true;
+    if (fault_if && fault_if(req)) {
+      o.valid = false;
+      o.faults = {"connection_reset x3"};
+      o.invalid_reasons = {"faulted: connection_reset x3"};
+      o.objective = base * 10;  // what a stalled incumbent would make a candidate look like
+      HONE_TRY(measure::WriteTrialOutcome(o));
+      return o;
+    }
     if (std::find(invalid_trials.begin(), invalid_trials.end(), req.id) != invalid_trials.end()) {
       o.valid = false;
       o.invalid_reasons = {"fake: a request timed out"};
