@@ -212,8 +212,8 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
   EXPECT_TRUE(fs::exists(fleet_dir + "/fleet-report.html"));
 
   // The victim was requeued by Slurm (the same job, not a driver retry) and its job ran
-  // `hone resume`. (Slurm's SIGTERM closes the session as "interrupted" first, so the
-  // resume finds it closed and ends at once: the session does not continue measuring.)
+  // `hone resume`. Slurm's SIGTERM closed the session as "interrupted" first; the resume
+  // reopened it in the phase it stopped, and it closed for real (budget, convergence).
   ASSERT_OK_AND_ASSIGN(FleetState state, ReadFleetState(fleet_dir));
   int admitted = 0;
   for (const SessionEntry& s : state.sessions) {
@@ -233,6 +233,7 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
     EXPECT_EQ(rec.attempts.back().mode, "resume");
     EXPECT_GE(rec.attempts.back().restart, 1);
     EXPECT_EQ(rec.attempts.back().exit_code, 0);
+    EXPECT_NE(run.stop_reason, "interrupted") << "the requeued session was reopened and closed for real";
   }
   // Waves: the q8_0 session followed its f16 neighbour (afterany on wave 0).
   const SessionEntry* q8 = nullptr;

@@ -206,6 +206,10 @@ Result<SessionOutcome> RunSession(const spec::SessionSpec& spec, const std::stri
     if (!loaded) return Fail(loaded.error());
     out.state = std::move(*loaded);
     NoteDamage(out.state, run_dir);
+    if (session::Coordinator::Reopen(out.state) && ctx.progress) {
+      ctx.progress("reopening " + out.state.session_id + ": an interrupt closed it in phase " +
+                   std::string(session::PhaseName(out.state.phase)));
+    }
     if (out.state.phase == session::Phase::kDone) {
       out.already_closed = true;
       return out;

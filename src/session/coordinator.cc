@@ -338,8 +338,20 @@ Result<SessionState> Coordinator::Run() {
     if (running) HONE_TRY(ledger_.Save());
   }
   if (no_space) return Fail(*no_space);
-  if (state_.phase != Phase::kDone) HONE_TRY(CloseSession());
+  if (state_.phase != Phase::kDone) {
+    if (sys::InterruptRequested()) state_.interrupted_in = state_.phase;  // `hone resume` goes on from here
+    HONE_TRY(CloseSession());
+  }
   return state_;
+}
+
+bool Coordinator::Reopen(SessionState& state) {
+  if (state.phase != Phase::kDone || !state.interrupted || !state.interrupted_in) return false;
+  state.phase = *state.interrupted_in;
+  state.interrupted_in.reset();
+  state.interrupted = false;
+  state.stop_reason.clear();
+  return true;
 }
 
 std::string StatusText(const SessionState& s, const std::vector<Event>& events, double now_unix_s) {

@@ -51,6 +51,10 @@ class Coordinator {
 
   // A fresh state for a new session in `run_dir` (deadline stamped now).
   static SessionState NewState(const spec::SessionSpec& spec, const std::string& run_dir, sys::Clock& clock);
+  // A session an interrupt closed (Ctrl-C, SIGTERM: a Slurm requeue) reopens in the
+  // phase the interrupt stopped, for `hone resume`; its report is written again at its
+  // new close. False (nothing changed) for a session that ran to its end.
+  static bool Reopen(SessionState& state);
 
  private:
   // What stands against or for a candidate so far: its comparison (once run) and the

@@ -10,6 +10,7 @@
 #include "measure/verdict.h"
 #include "testing/fake_executor.h"
 #include "sys/files.h"
+#include "sys/signals.h"
 #include "testing/fake_clock.h"
 #include "testing/test_util.h"
 
@@ -687,6 +688,66 @@ TEST_F(CoordinatorTest, ASessionResumedAfterTheFrameworkPhaseStillCycles) {
   EXPECT_EQ(s.cycle, 2);  // cycle 1 gained: cycle 2 ran (and found nothing more)
   EXPECT_EQ(s.stop_reason, "converged: the last cycle found no gain");
   EXPECT_EQ(s.best.ToString(), "a=1");
+}
+
+// A kernel lane that is interrupted (SIGTERM: Ctrl-C, a Slurm requeue) as the kernel
+// phase starts.
+class InterruptedKernelLane final : public KernelLane {
+ public:
+  Result<std::vector<search::Candidate>> Propose(const SessionState&, std::string*) override {
+    raise(SIGTERM);
+    return Cancelled("interrupted");
+  }
+};
+
+// An interrupt closes the session with a report; `hone resume` reopens it in the
+// phase the interrupt stopped and it goes on to its real close (it used to stay
+// closed: a requeued Slurm job's resume did nothing).
+TEST_F(CoordinatorTest, AnInterruptedSessionReopensWhereItStopped) {
+  exec_.factors = {{"a=1", 1.3}};
+  spec::SessionSpec spec = Spec();
+  sys::InstallInterruptHandlers();
+  SessionState interrupted;
+  {
+    ListProposer p({"a=1"});
+    InterruptedKernelLane lane;
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = &p;
+    svc.clock = &clock_;
+    svc.kernel = &lane;
+    svc.closer = &closer_;
+    Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+    ASSERT_OK_AND_ASSIGN(interrupted, c.Run());
+  }
+  sys::ResetInterruptForTesting();
+  EXPECT_EQ(interrupted.phase, Phase::kDone);
+  EXPECT_TRUE(interrupted.interrupted);
+  EXPECT_EQ(interrupted.stop_reason, "interrupted");
+  EXPECT_FALSE(interrupted.validated) << "an interrupted close does not re-validate";
+  EXPECT_EQ(closer_.calls, 1) << "the interrupted session has its report";
+  ASSERT_OK_AND_ASSIGN(SessionState saved, LoadState(dir_->path().string()));
+  ASSERT_TRUE(saved.interrupted_in.has_value()) << "the interrupted phase is in state.json";
+  // The kernel phase records its lane's error and ends; the interrupt stops the
+  // session before the sweep.
+  EXPECT_EQ(*saved.interrupted_in, Phase::kSweep);
+
+  ASSERT_TRUE(Coordinator::Reopen(saved));
+  EXPECT_EQ(saved.phase, Phase::kSweep);
+  EXPECT_FALSE(saved.interrupted);
+  EXPECT_TRUE(saved.stop_reason.empty());
+  ListProposer p({"a=1"});
+  SessionState s = Run(spec, &p, &saved);
+  EXPECT_EQ(s.phase, Phase::kDone);
+  EXPECT_FALSE(s.interrupted);
+  EXPECT_EQ(s.cycle, 2);  // cycle 1 gained: the reopened session cycles
+  EXPECT_EQ(s.stop_reason, "converged: the last cycle found no gain");
+  EXPECT_EQ(s.best.ToString(), "a=1");
+  EXPECT_TRUE(s.validated) << "the real close re-validates the best";
+  EXPECT_EQ(closer_.calls, 2);
+  // A session that ran to its end is not reopened.
+  EXPECT_FALSE(Coordinator::Reopen(s));
+  EXPECT_EQ(s.phase, Phase::kDone);
 }
 
 // The enablement ladder's rungs that change numerics (a KV cache type) are

@@ -101,6 +101,9 @@ struct SessionState {
   int cycle = 1;
   std::string stop_reason;
   bool interrupted = false;
+  // The phase an interrupt stopped (the session closed with a report); `hone resume`
+  // reopens the session there (Reopen). Empty when the session ran to its end.
+  std::optional<Phase> interrupted_in;
 
   std::string warmup_trial;     // discarded first launch (page cache, lazy init)
   Config stock;                 // the configuration everything is compared with

@@ -222,6 +222,7 @@ std::string StateToJson(const SessionState& s) {
             {"cycle", s.cycle},
             {"stop_reason", s.stop_reason},
             {"interrupted", s.interrupted},
+            {"interrupted_in", s.interrupted_in ? json(PhaseName(*s.interrupted_in)) : json(nullptr)},
             {"warmup_trial", s.warmup_trial},
             {"stock", ConfigJson(s.stock)},
             {"stock_note", s.stock_note},
@@ -282,6 +283,9 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.cycle = j.value("cycle", 1);
     s.stop_reason = j.value("stop_reason", "");
     s.interrupted = j.value("interrupted", false);
+    if (j.contains("interrupted_in") && j["interrupted_in"].is_string()) {
+      s.interrupted_in = Must(ParsePhase(j["interrupted_in"].get<std::string>()));
+    }
     s.warmup_trial = j.value("warmup_trial", "");
     s.stock = ConfigFrom(j["stock"]);
     s.stock_note = j.value("stock_note", "");
