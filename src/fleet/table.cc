@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/html.h"
 #include "core/strings.h"
 #include "fleet/driver.h"
 #include "sys/files.h"
@@ -73,20 +74,6 @@ std::string WallCell(const FleetRow& r) {
 }
 
 std::string StartCell(const FleetRow& r) { return r.outcome.has_state ? r.outcome.Start() : ""; }
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 std::string Cell(const std::string& s) { return ReplaceAll(s, "|", "\\|"); }
 
@@ -221,17 +208,17 @@ std::string RenderFleetMarkdown(const FleetTable& t) {
 
 std::string RenderFleetHtml(const FleetTable& t) {
   const FleetState& f = t.state;
-  std::string h = "<!doctype html><html><head><meta charset=\"utf-8\"><title>hone fleet " + Escape(f.name) +
+  std::string h = "<!doctype html><html><head><meta charset=\"utf-8\"><title>hone fleet " + HtmlEscape(f.name) +
                   "</title><style>body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
                   "table{border-collapse:collapse;font-size:14px}th,td{border:1px solid #ccc;padding:4px 8px;"
                   "text-align:left}th{background:#f3f3f3}td.n{text-align:right}tr.failed td{color:#a00}"
                   ".big{font-size:1.3em}</style></head><body>\n";
-  h += "<h1>Fleet " + Escape(f.name) + "</h1>\n";
+  h += "<h1>Fleet " + HtmlEscape(f.name) + "</h1>\n";
   std::string summary = SummaryLine(t.summary);
   summary = ReplaceAll(summary, "**", "");
-  h += "<p class=\"big\">" + Escape(summary) + "</p>\n";
-  h += "<p>" + std::to_string(t.summary.sessions) + " sessions on the " + Escape(f.executor) + " executor (" +
-       Escape(f.executor_detail) + "), knowledge base " + Escape(f.kb.empty() ? "<cache>/kb.sqlite" : f.kb) +
+  h += "<p class=\"big\">" + HtmlEscape(summary) + "</p>\n";
+  h += "<p>" + std::to_string(t.summary.sessions) + " sessions on the " + HtmlEscape(f.executor) + " executor (" +
+       HtmlEscape(f.executor_detail) + "), knowledge base " + HtmlEscape(f.kb.empty() ? "<cache>/kb.sqlite" : f.kb) +
        ".</p>\n<table><tr><th>#</th><th>session</th><th>workload</th><th>engine</th><th>size</th><th>precision</th>"
        "<th>stock</th><th>best</th><th>validated gain [95% CI]</th><th>accuracy</th><th>trials</th><th>wall</th>"
        "<th>start</th></tr>\n";
@@ -240,20 +227,20 @@ std::string RenderFleetHtml(const FleetTable& t) {
     const SessionEntry& e = r.session;
     std::string run = "runs/" + e.name + "/report.html";
     h += std::string("<tr") + (e.status == "failed" ? " class=\"failed\"" : "") + "><td class=\"n\">" +
-         std::to_string(++idx) + "</td><td><a href=\"" + Escape(run) + "\">" + Escape(e.name) + "</a></td><td>" +
-         Escape(e.workload + " " + e.workload_detail) + "</td><td>" + Escape(Engine(r)) + "</td><td>" + Escape(r.size) +
-         "</td><td>" + Escape(Precision(r)) + "</td><td class=\"n\">" + Value(r.outcome.stock) +
-         "</td><td class=\"n\">" + Value(r.outcome.best) + "</td><td>" + Escape(GainCell(r)) + "</td><td>" +
-         Escape(AccuracyCell(r)) + "</td><td class=\"n\">" +
-         (r.outcome.has_state ? std::to_string(r.outcome.trials_run) : "") + "</td><td>" + Escape(WallCell(r)) +
-         "</td><td>" + Escape(StartCell(r)) + "</td></tr>\n";
+         std::to_string(++idx) + "</td><td><a href=\"" + HtmlEscape(run) + "\">" + HtmlEscape(e.name) + "</a></td><td>" +
+         HtmlEscape(e.workload + " " + e.workload_detail) + "</td><td>" + HtmlEscape(Engine(r)) + "</td><td>" + HtmlEscape(r.size) +
+         "</td><td>" + HtmlEscape(Precision(r)) + "</td><td class=\"n\">" + Value(r.outcome.stock) +
+         "</td><td class=\"n\">" + Value(r.outcome.best) + "</td><td>" + HtmlEscape(GainCell(r)) + "</td><td>" +
+         HtmlEscape(AccuracyCell(r)) + "</td><td class=\"n\">" +
+         (r.outcome.has_state ? std::to_string(r.outcome.trials_run) : "") + "</td><td>" + HtmlEscape(WallCell(r)) +
+         "</td><td>" + HtmlEscape(StartCell(r)) + "</td></tr>\n";
   }
   h += "</table>\n<h2>Order (knowledge-base warm-up)</h2><ul>\n";
-  for (const std::string& p : f.plan) h += "<li>" + Escape(p) + "</li>\n";
+  for (const std::string& p : f.plan) h += "<li>" + HtmlEscape(p) + "</li>\n";
   h += "</ul>\n";
   for (const FleetRow& r : t.rows) {
     if (r.session.status == "failed" || r.session.status == "cancelled") {
-      h += "<p>" + Escape(r.session.name + " (" + r.session.status + "): " + r.session.reason) + "</p>\n";
+      h += "<p>" + HtmlEscape(r.session.name + " (" + r.session.status + "): " + r.session.reason) + "</p>\n";
     }
   }
   return h + "</body></html>\n";

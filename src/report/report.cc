@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "core/html.h"
 #include "core/strings.h"
 #include "sys/clock.h"
 #include "sys/files.h"
@@ -25,21 +26,6 @@ std::string F(const char* fmt, double v) {
 }
 
 std::string Pct(double gain) { return F("%+.1f%%", gain * 100); }
-
-std::string HtmlEscape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // Text hone did not write (ideas, reasons quoting server logs, knob values from
 // agents, critic notes) as one line of Markdown that cannot end its table cell, list
