@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/strings.h"
+#include "kb/spec_workload.h"
 #include "spec/yaml.h"
 #include "sys/files.h"
 
@@ -216,16 +217,7 @@ FleetOverrides FleetOverrides::FromPairs(const std::vector<std::pair<std::string
 }
 
 kb::Workload KbWorkload(const spec::SessionSpec& spec) {
-  // As run/knowledge's SessionWorkload: what the session's recipes are filed under.
-  kb::Workload wl;
-  wl.kind = spec.workload.kind;
-  wl.concurrency = spec.workload.concurrency;
-  wl.isl = spec.workload.isl;
-  wl.osl = spec.workload.osl;
-  if (spec.workload.kind == "agentic") {
-    wl.trace_id = spec.workload.trace.empty() ? spec.workload.trace_preset : spec.workload.trace;
-  }
-  return wl;
+  return kb::WorkloadOf(spec);
 }
 
 Result<FleetSpec> ParseFleetSpec(const std::string& text, const std::string& source,

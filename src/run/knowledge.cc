@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/strings.h"
+#include "kb/spec_workload.h"
 #include "model/gguf.h"
 #include "sys/term.h"
 #include "target/llamacpp.h"
@@ -31,15 +32,7 @@ kb::Identity SessionIdentity(const spec::SessionSpec& spec, const std::string& h
 }
 
 kb::Workload SessionWorkload(const spec::SessionSpec& spec) {
-  kb::Workload wl;
-  wl.kind = spec.workload.kind;
-  wl.concurrency = spec.workload.concurrency;
-  wl.isl = spec.workload.isl;
-  wl.osl = spec.workload.osl;
-  if (spec.workload.kind == "agentic") {
-    wl.trace_id = spec.workload.trace.empty() ? spec.workload.trace_preset : spec.workload.trace;
-  }
-  return wl;
+  return kb::WorkloadOf(spec);
 }
 
 Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSpec& spec, const RunContext& ctx,
