@@ -10,6 +10,7 @@
 
 #include "core/html.h"
 #include "core/strings.h"
+#include "report/pareto.h"
 #include "sys/clock.h"
 #include "sys/files.h"
 
@@ -64,6 +65,25 @@ std::string Fenced(const std::string& text, const std::string& info = "") {
 
 std::string V(Verdict v) { return std::string(VerdictName(v)); }
 std::string V(const std::optional<Verdict>& v) { return v ? V(*v) : std::string(); }
+
+// The sweep's fronts in tok/s/GPU (a CPU session counts as one device) against p50
+// interactivity: every measured point of the stock and of the best configuration.
+AreaIndex SweepAreaIndex(const ReportInput& in) {
+  const double gpus = std::max(1, in.spec->target.num_gpus);
+  std::vector<FrontPoint> stock, best;
+  for (const auto& p : in.state->sweep) {
+    if (!p.verdict) continue;
+    stock.push_back({p.stock_intvty, p.stock_tps / gpus});
+    best.push_back({p.best_intvty, p.best_tps / gpus});
+  }
+  return ComputeAreaIndex(stock, best);
+}
+
+std::string FrontText(const std::vector<FrontPoint>& front) {
+  std::vector<std::string> parts;
+  for (const FrontPoint& p : front) parts.push_back("(" + F("%.3g", p.x) + ", " + F("%.4g", p.y) + ")");
+  return parts.empty() ? "none" : Join(parts, " ");
+}
 
 bool Flagged(const session::CandidateRecord& c) {
   return c.verdict == Verdict::kKeep && (!c.accuracy_passed || c.accuracy.empty());
@@ -277,6 +297,15 @@ std::string RenderMarkdown(const ReportInput& in) {
            F("%.1f", p.stock_tps) + " | " + F("%.1f", p.best_tps) + " | " + F("%.2f", p.stock_intvty) + " | " +
            F("%.2f", p.best_intvty) + " | " + Md(Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",")) + " |");
     }
+    AreaIndex area = SweepAreaIndex(in);
+    line("");
+    line("Pareto front of throughput per " + std::string(spec.target.num_gpus > 0 ? "GPU" : "device (CPU)") +
+         " (tok/s) against p50 interactivity (tok/s/user), as (interactivity, throughput):");
+    line("");
+    line("- stock: " + FrontText(area.stock_front) + "; polygon area " + F("%.4g", area.stock_area));
+    line("- best: " + FrontText(area.best_front) + "; polygon area " + F("%.4g", area.best_area));
+    line("- **polygon-area index (best / stock): " + (area.index ? F("%.3f", *area.index) : std::string("n/a")) +
+         "** (polygon: the origin, the axes and the front joined by straight segments; reference point (0, 0))");
   }
   line("");
   line("## Phases");
@@ -424,6 +453,15 @@ std::string SweepPlot(const ReportInput& in) {
     svg += "<text x='" + F("%.1f", X(xmax * k / 4)) + "' y='" + std::to_string(h - mb + 14) +
            "' font-size='11' text-anchor='middle'>" + F("%.3g", xmax * k / 4) + "</text>";
   }
+  // The fronts, in total tok/s like the points (the index divides both by the GPUs).
+  AreaIndex area = SweepAreaIndex(in);
+  const double gpus = std::max(1, in.spec->target.num_gpus);
+  auto polyline = [&](const std::vector<FrontPoint>& front, const char* color) {
+    std::string pts;
+    for (const FrontPoint& f : front) pts += F("%.1f", X(f.x)) + "," + F("%.1f", Y(f.y * gpus)) + " ";
+    return "<polyline points='" + pts + "' fill='none' stroke='" + color + "' stroke-dasharray='4 3'/>";
+  };
+  svg += polyline(area.stock_front, "#888") + polyline(area.best_front, "#0a7");
   for (const auto& p : sweep) {
     std::string label = "c" + std::to_string(p.concurrency) + " " + std::to_string(p.isl) + "/" + std::to_string(p.osl);
     svg += "<line x1='" + F("%.1f", X(p.stock_intvty)) + "' y1='" + F("%.1f", Y(p.stock_tps)) + "' x2='" +
@@ -604,6 +642,27 @@ std::string RenderSummaryJson(const ReportInput& in) {
             {"precision", in.precision},
             {"warm_replay", s.warm_replay},
             {"kb_result", s.kb_result}};
+  if (!s.sweep.empty()) {
+    json points = json::array();
+    for (const auto& p : s.sweep) {
+      points.push_back({{"concurrency", p.concurrency}, {"isl", p.isl}, {"osl", p.osl}, {"verdict", V(p.verdict)},
+                        {"best_config", p.best_config}, {"stock_tps", p.stock_tps}, {"best_tps", p.best_tps},
+                        {"stock_intvty_p50", p.stock_intvty}, {"best_intvty_p50", p.best_intvty}});
+    }
+    AreaIndex area = SweepAreaIndex(in);
+    auto front = [](const std::vector<FrontPoint>& f) {
+      json a = json::array();
+      for (const FrontPoint& p : f) a.push_back({{"intvty", p.x}, {"tps_per_device", p.y}});
+      return a;
+    };
+    j["sweep"] = {{"points", points},
+                  {"stock_front", front(area.stock_front)},
+                  {"best_front", front(area.best_front)},
+                  {"stock_area", area.stock_area},
+                  {"best_area", area.best_area},
+                  {"area_index", area.index ? json(*area.index) : json(nullptr)},
+                  {"area_reference", "origin (0, 0)"}};
+  }
   return j.dump(2) + "\n";
 }
 

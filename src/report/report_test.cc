@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/strings.h"
+#include "report/pareto.h"
 #include "session/coordinator.h"
 #include "testing/fake_executor.h"
 #include "sys/files.h"
@@ -106,6 +107,30 @@ TEST_F(ReportTest, SummaryJsonAndFiles) {
   ASSERT_GE(stages.size(), 3u);
   EXPECT_EQ(stages.front().name, "baseline (stock)");
   EXPECT_EQ(stages.back().name, "validated end to end (close)");
+}
+
+// The sweep's fronts and polygon-area index reach report.md and summary.json, computed
+// from the sweep points the session measured.
+TEST_F(ReportTest, SweepCarriesTheParetoFrontAndAreaIndex) {
+  ASSERT_EQ(state_.sweep.size(), 2u);
+  std::vector<FrontPoint> stock, best;
+  for (const auto& p : state_.sweep) {
+    ASSERT_TRUE(p.verdict.has_value());
+    stock.push_back({p.stock_intvty, p.stock_tps});
+    best.push_back({p.best_intvty, p.best_tps});
+  }
+  AreaIndex want = ComputeAreaIndex(stock, best);
+  ASSERT_TRUE(want.index.has_value());
+  EXPECT_GT(*want.index, 1.0);  // the fake's q8_0 is 1.5x at every point
+  std::string md = RenderMarkdown(in_);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3f", *want.index);
+  EXPECT_NE(md.find(std::string("polygon-area index (best / stock): ") + buf), std::string::npos) << md;
+  auto j = nlohmann::json::parse(RenderSummaryJson(in_));
+  EXPECT_EQ(j["sweep"]["points"].size(), 2u);
+  EXPECT_NEAR(j["sweep"]["area_index"].get<double>(), *want.index, 1e-9);
+  EXPECT_EQ(j["sweep"]["best_front"].size(), want.best_front.size());
+  EXPECT_NE(RenderHtml(in_).find("<polyline"), std::string::npos);
 }
 
 // Text from servers (log excerpts in reasons), agents (ideas, knob values, critic
