@@ -2,10 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 #include "bench/replay.h"
 #include "bench/result_io.h"
@@ -282,29 +285,147 @@ void ServerTrialExecutor::PrepareTokens(const std::string& host, int port, const
   }
 }
 
-Result<std::vector<int32_t>> ServerTrialExecutor::Greedy(const std::string& host, int port,
-                                                         const std::vector<int32_t>& prompt, int n) {
+namespace {
+
+using Top = std::map<int32_t, double>;
+constexpr int kTopLogprobs = 8;
+
+// A token of a logprobs answer: llama-server gives ids, vLLM "token_id:N" strings
+// (return_tokens_as_token_ids); anything else has no id.
+std::optional<int32_t> TokenId(const json& t) {
+  if (t.is_number_integer()) return t.get<int32_t>();
+  if (t.is_string()) {
+    const std::string s = t.get<std::string>();
+    if (s.starts_with("token_id:")) {
+      if (auto v = ParseInt(s.substr(9))) return static_cast<int32_t>(*v);
+    }
+  }
+  return std::nullopt;
+}
+
+// choices[0].logprobs in llama-server's form ({"content": [{id, logprob, top_logprobs:
+// [{id, logprob}]}]}) or the OpenAI completions form ({tokens, top_logprobs: [{token:
+// logprob}]}). False when a token carries no id (the caller falls back to text).
+bool ParseLogprobs(const json& lp, std::vector<int32_t>& tokens, std::vector<Top>& top) {
+  if (!lp.is_object()) return false;
+  if (lp.contains("content") && lp["content"].is_array()) {
+    for (const json& c : lp["content"]) {
+      auto id = c.is_object() && c.contains("id") ? TokenId(c["id"]) : std::nullopt;
+      if (!id) return false;
+      tokens.push_back(*id);
+      Top t;
+      for (const json& alt : c.value("top_logprobs", json::array())) {
+        auto alt_id = alt.is_object() && alt.contains("id") ? TokenId(alt["id"]) : std::nullopt;
+        if (alt_id && alt.contains("logprob") && alt["logprob"].is_number()) t[*alt_id] = alt["logprob"].get<double>();
+      }
+      top.push_back(std::move(t));
+    }
+    return !tokens.empty();
+  }
+  if (lp.contains("tokens") && lp["tokens"].is_array()) {
+    for (const json& tok : lp["tokens"]) {
+      auto id = TokenId(tok);
+      if (!id) return false;
+      tokens.push_back(*id);
+    }
+    const json& tops = lp.contains("top_logprobs") && lp["top_logprobs"].is_array() ? lp["top_logprobs"] : json::array();
+    for (const json& pos : tops) {
+      Top t;
+      if (pos.is_object()) {
+        for (const auto& [k, v] : pos.items()) {
+          if (auto id = TokenId(json(k)); id && v.is_number()) t[*id] = v.get<double>();
+        }
+      }
+      top.push_back(std::move(t));
+    }
+    if (top.size() != tokens.size()) top.clear();
+    return !tokens.empty();
+  }
+  return false;
+}
+
+// KL(P_ref || P_cand) estimated from both top-k lists: a reference token missing from
+// the candidate's list gets the candidate's smallest listed logprob (an upper bound on
+// its probability), and the rest of the vocabulary is one bucket on each side.
+double KlEstimate(const Top& p, const Top& q) {
+  if (p.empty() || q.empty()) return 0;
+  double q_floor = 0;
+  for (const auto& [id, lq] : q) q_floor = std::min(q_floor, lq);
+  double kl = 0, p_mass = 0, q_mass = 0;
+  for (const auto& [id, lp] : p) {
+    auto it = q.find(id);
+    const double lq = it != q.end() ? it->second : q_floor;
+    const double pi = std::exp(lp);
+    kl += pi * (lp - lq);
+    p_mass += pi;
+    q_mass += std::exp(lq);
+  }
+  const double p_rest = std::max(0.0, 1 - p_mass), q_rest = std::max(1e-9, 1 - q_mass);
+  if (p_rest > 1e-9) kl += p_rest * std::log(p_rest / q_rest);
+  return std::max(0.0, kl);
+}
+
+json TopJson(const std::vector<Top>& top) {
+  json out = json::array();
+  for (const Top& t : top) {
+    json pos = json::array();
+    for (const auto& [id, lp] : t) pos.push_back({id, lp});
+    out.push_back(std::move(pos));
+  }
+  return out;
+}
+
+std::vector<Top> TopFromJson(const json& j) {
+  std::vector<Top> out;
+  if (!j.is_array()) return out;
+  for (const json& pos : j) {
+    Top t;
+    for (const json& e : pos) {
+      if (e.is_array() && e.size() == 2) t[e[0].get<int32_t>()] = e[1].get<double>();
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ServerTrialExecutor::Reply> ServerTrialExecutor::Greedy(const std::string& host, int port,
+                                                               const std::vector<int32_t>& prompt, int n) {
   bool native = s_.adapter->name() == "llama.cpp";
   json body = {{"prompt", prompt}, {"temperature", 0}, {"ignore_eos", true}};
   if (native) {
     body["n_predict"] = n;
     body["return_tokens"] = true;
   } else {
+    // The OpenAI completions API: top-k logprobs (llama-server reads n_probs), with
+    // token ids where the engine can give them (vLLM: return_tokens_as_token_ids).
     body["max_tokens"] = n;
+    body["logprobs"] = kTopLogprobs;
+    body["n_probs"] = kTopLogprobs;
+    body["return_tokens_as_token_ids"] = true;
   }
   HONE_ASSIGN_OR_RETURN(auto r, net::PostJson(host, port, native ? "/completion" : "/v1/completions", body.dump(), 120s));
   if (r.status != 200) return Unavailable("accuracy probe: HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200));
   json j = json::parse(r.body, nullptr, false);
   if (j.is_discarded()) return DataLoss("accuracy probe: invalid JSON response");
-  std::vector<int32_t> tokens;
+  Reply reply;
   if (native && j.contains("tokens") && j["tokens"].is_array()) {
-    for (const auto& t : j["tokens"]) tokens.push_back(t.get<int32_t>());
-  } else {
-    // Other frameworks: compare texts (one probe token at a time), hashed to an id.
-    std::string text = j.contains("choices") ? j["choices"][0].value("text", "") : j.value("content", "");
-    tokens.push_back(static_cast<int32_t>(std::hash<std::string>{}(text) & 0x7fffffff));
+    for (const auto& t : j["tokens"]) reply.tokens.push_back(t.get<int32_t>());
+    reply.ids = true;
+    return reply;
   }
-  return tokens;
+  const bool has_choice = j.contains("choices") && j["choices"].is_array() && !j["choices"].empty();
+  if (has_choice && j["choices"][0].contains("logprobs") &&
+      ParseLogprobs(j["choices"][0]["logprobs"], reply.tokens, reply.top)) {
+    reply.ids = true;
+    return reply;
+  }
+  // No token ids: compare texts, hashed to one id.
+  reply = Reply{};
+  std::string text = has_choice ? j["choices"][0].value("text", "") : j.value("content", "");
+  reply.tokens.push_back(static_cast<int32_t>(std::hash<std::string>{}(text) & 0x7fffffff));
+  return reply;
 }
 
 bool ServerTrialExecutor::NeedsKld(const Config& config) const {
@@ -368,8 +489,10 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(ref));
     json j = json::parse(text, nullptr, false);
     if (!j.is_discarded()) {
-      for (const auto& p : j["probes"]) probes_.push_back({p["prompt"].get<std::vector<int32_t>>(),
-                                                            p["reference"].get<std::vector<int32_t>>()});
+      for (const auto& p : j["probes"]) {
+        probes_.push_back({p["prompt"].get<std::vector<int32_t>>(), p["reference"].get<std::vector<int32_t>>(),
+                           TopFromJson(p.value("top", json::array()))});
+      }
     }
   }
   if (probes_.empty()) {
@@ -384,8 +507,14 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     for (int i = 0; i < a.probes; ++i) {
       Probe p;
       for (int k = 0; k < 32; ++k) p.prompt.push_back(static_cast<int32_t>(rng.Uniform(1000, 30999)));
-      HONE_ASSIGN_OR_RETURN(p.reference, Greedy(server->host(), server->port(), p.prompt, a.probe_tokens));
-      out["probes"].push_back({{"prompt", p.prompt}, {"reference", p.reference}});
+      HONE_ASSIGN_OR_RETURN(Reply reply, Greedy(server->host(), server->port(), p.prompt, a.probe_tokens));
+      if (!reply.ids) {
+        // Texts only: the reference is the first token's text, as the check compares it.
+        HONE_ASSIGN_OR_RETURN(reply, Greedy(server->host(), server->port(), p.prompt, 1));
+      }
+      p.reference = reply.tokens;
+      p.top = reply.top;
+      out["probes"].push_back({{"prompt", p.prompt}, {"reference", p.reference}, {"top", TopJson(p.top)}});
       probes_.push_back(std::move(p));
     }
     server->Stop();
@@ -430,27 +559,54 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, launch, lc,
                                                          {.log_path = (dir / (label + "-server.log")).string()}));
   out.ran = true;
-  int matched = 0, compared = 0;
+  int matched = 0, compared = 0, kl_positions = 0;
+  double kl_sum = 0;
+  bool by_text = false;
   for (const Probe& p : probes_) {
     int n = static_cast<int>(p.reference.size());
     // Teacher forcing: the candidate continues the reference's own prefix.
-    for (int j : {0, n / 4, n / 2, (3 * n) / 4}) {
+    for (int j : std::set<int>{0, n / 4, n / 2, (3 * n) / 4}) {
       if (j >= n) continue;
       std::vector<int32_t> prompt = p.prompt;
       prompt.insert(prompt.end(), p.reference.begin(), p.reference.begin() + j);
-      HONE_ASSIGN_OR_RETURN(auto got, Greedy(server->host(), server->port(), prompt, 1));
+      HONE_ASSIGN_OR_RETURN(Reply got, Greedy(server->host(), server->port(), prompt, 1));
+      by_text = by_text || !got.ids;
       ++compared;
-      matched += !got.empty() && got[0] == p.reference[static_cast<size_t>(j)];
+      matched += !got.tokens.empty() && got.tokens[0] == p.reference[static_cast<size_t>(j)];
+      if (static_cast<size_t>(j) < p.top.size() && !p.top[static_cast<size_t>(j)].empty() && !got.top.empty()) {
+        kl_sum += KlEstimate(p.top[static_cast<size_t>(j)], got.top[0]);
+        ++kl_positions;
+      }
     }
   }
   server->Stop();
   out.probes_compared = compared;
   out.token_agreement = compared ? static_cast<double>(matched) / compared : 1.0;
   out.passed = out.token_agreement >= a.min_token_agreement;
+  // Which comparison this was, for the report.
+  std::string method = s_.adapter->name() == "llama.cpp" ? "teacher-forced greedy tokens"
+                       : by_text                         ? "first greedy token's text (the engine gave no token ids)"
+                       : kl_positions > 0 ? "teacher-forced top-" + std::to_string(kTopLogprobs) + " logprobs"
+                                          : "teacher-forced greedy tokens (no logprobs)";
   char buf[200];
-  std::snprintf(buf, sizeof buf, "token agreement %.1f%% (%d/%d, min %.0f%%)", out.token_agreement * 100, matched,
+  std::snprintf(buf, sizeof buf, ": token agreement %.1f%% (%d/%d, min %.0f%%)", out.token_agreement * 100, matched,
                 compared, a.min_token_agreement * 100);
-  out.detail = buf;
+  out.detail = method + buf;
+  if (kl_positions > 0 && !NeedsKld(config)) {
+    // The logprob estimate stands in for llama-perplexity; it gates, as that does,
+    // only configurations that change numerics.
+    const double kl = kl_sum / kl_positions;
+    out.kld_mean = kl;
+    const bool gated = a.kld && s_.adapter->catalog().ChangesNumerics(config);
+    if (gated) out.passed = out.passed && kl <= a.max_kld;
+    if (gated) {
+      std::snprintf(buf, sizeof buf, "; KL estimate %.3g over %d positions (max %g)", kl, kl_positions, a.max_kld);
+    } else {
+      std::snprintf(buf, sizeof buf, "; KL estimate %.3g over %d positions (not gated: no numerics change)", kl,
+                    kl_positions);
+    }
+    out.detail += buf;
+  }
   if (NeedsKld(config)) {
     HONE_ASSIGN_OR_RETURN(auto kld, RunKld(config, false));
     out.kld_mean = kld.first;
