@@ -16,10 +16,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The launcher a Python engine runs with: the spec's, or the engine's on PATH.
+// The launcher a Python engine runs with: the spec's, or the engine's on PATH (a
+// `python` program may be found as python3).
 Result<std::string> Launcher(const spec::SessionSpec& spec, const std::string& program, const std::string& install) {
   std::string wanted = spec.target.command.empty() ? program : spec.target.command[0];
   std::string found = sys::FindOnPath(wanted);
+  if (found.empty() && spec.target.command.empty() && program == "python") found = sys::FindOnPath("python3");
   if (found.empty()) {
     return NotFound("the " + spec.target.adapter + " adapter runs `" + wanted + "`, which is not " +
                     (spec.target.command.empty() ? "on PATH" : "executable") + ": " + install +
