@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <regex>
 #include <set>
 
+#include "bench/logprobs.h"
 #include "bench/replay.h"
 #include "bench/result_io.h"
 #include "bench/runner.h"
@@ -287,83 +287,8 @@ void ServerTrialExecutor::PrepareTokens(const std::string& host, int port, const
 
 namespace {
 
-using Top = std::map<int32_t, double>;
+using Top = bench::TopLogprobs;
 constexpr int kTopLogprobs = 8;
-
-// A token of a logprobs answer: llama-server gives ids, vLLM "token_id:N" strings
-// (return_tokens_as_token_ids); anything else has no id.
-std::optional<int32_t> TokenId(const json& t) {
-  if (t.is_number_integer()) return t.get<int32_t>();
-  if (t.is_string()) {
-    const std::string s = t.get<std::string>();
-    if (s.starts_with("token_id:")) {
-      if (auto v = ParseInt(s.substr(9))) return static_cast<int32_t>(*v);
-    }
-  }
-  return std::nullopt;
-}
-
-// choices[0].logprobs in llama-server's form ({"content": [{id, logprob, top_logprobs:
-// [{id, logprob}]}]}) or the OpenAI completions form ({tokens, top_logprobs: [{token:
-// logprob}]}). False when a token carries no id (the caller falls back to text).
-bool ParseLogprobs(const json& lp, std::vector<int32_t>& tokens, std::vector<Top>& top) {
-  if (!lp.is_object()) return false;
-  if (lp.contains("content") && lp["content"].is_array()) {
-    for (const json& c : lp["content"]) {
-      auto id = c.is_object() && c.contains("id") ? TokenId(c["id"]) : std::nullopt;
-      if (!id) return false;
-      tokens.push_back(*id);
-      Top t;
-      for (const json& alt : c.value("top_logprobs", json::array())) {
-        auto alt_id = alt.is_object() && alt.contains("id") ? TokenId(alt["id"]) : std::nullopt;
-        if (alt_id && alt.contains("logprob") && alt["logprob"].is_number()) t[*alt_id] = alt["logprob"].get<double>();
-      }
-      top.push_back(std::move(t));
-    }
-    return !tokens.empty();
-  }
-  if (lp.contains("tokens") && lp["tokens"].is_array()) {
-    for (const json& tok : lp["tokens"]) {
-      auto id = TokenId(tok);
-      if (!id) return false;
-      tokens.push_back(*id);
-    }
-    const json& tops = lp.contains("top_logprobs") && lp["top_logprobs"].is_array() ? lp["top_logprobs"] : json::array();
-    for (const json& pos : tops) {
-      Top t;
-      if (pos.is_object()) {
-        for (const auto& [k, v] : pos.items()) {
-          if (auto id = TokenId(json(k)); id && v.is_number()) t[*id] = v.get<double>();
-        }
-      }
-      top.push_back(std::move(t));
-    }
-    if (top.size() != tokens.size()) top.clear();
-    return !tokens.empty();
-  }
-  return false;
-}
-
-// KL(P_ref || P_cand) estimated from both top-k lists: a reference token missing from
-// the candidate's list gets the candidate's smallest listed logprob (an upper bound on
-// its probability), and the rest of the vocabulary is one bucket on each side.
-double KlEstimate(const Top& p, const Top& q) {
-  if (p.empty() || q.empty()) return 0;
-  double q_floor = 0;
-  for (const auto& [id, lq] : q) q_floor = std::min(q_floor, lq);
-  double kl = 0, p_mass = 0, q_mass = 0;
-  for (const auto& [id, lp] : p) {
-    auto it = q.find(id);
-    const double lq = it != q.end() ? it->second : q_floor;
-    const double pi = std::exp(lp);
-    kl += pi * (lp - lq);
-    p_mass += pi;
-    q_mass += std::exp(lq);
-  }
-  const double p_rest = std::max(0.0, 1 - p_mass), q_rest = std::max(1e-9, 1 - q_mass);
-  if (p_rest > 1e-9) kl += p_rest * std::log(p_rest / q_rest);
-  return std::max(0.0, kl);
-}
 
 json TopJson(const std::vector<Top>& top) {
   json out = json::array();
@@ -416,13 +341,15 @@ Result<ServerTrialExecutor::Reply> ServerTrialExecutor::Greedy(const std::string
     return reply;
   }
   const bool has_choice = j.contains("choices") && j["choices"].is_array() && !j["choices"].empty();
-  if (has_choice && j["choices"][0].contains("logprobs") &&
-      ParseLogprobs(j["choices"][0]["logprobs"], reply.tokens, reply.top)) {
-    reply.ids = true;
-    return reply;
+  if (has_choice && j["choices"][0].contains("logprobs")) {
+    if (auto lp = bench::ParseCompletionLogprobs(j["choices"][0]["logprobs"])) {
+      reply.tokens = std::move(lp->tokens);
+      reply.top = std::move(lp->top);
+      reply.ids = true;
+      return reply;
+    }
   }
   // No token ids: compare texts, hashed to one id.
-  reply = Reply{};
   std::string text = has_choice ? j["choices"][0].value("text", "") : j.value("content", "");
   reply.tokens.push_back(static_cast<int32_t>(std::hash<std::string>{}(text) & 0x7fffffff));
   return reply;
@@ -574,7 +501,7 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
       ++compared;
       matched += !got.tokens.empty() && got.tokens[0] == p.reference[static_cast<size_t>(j)];
       if (static_cast<size_t>(j) < p.top.size() && !p.top[static_cast<size_t>(j)].empty() && !got.top.empty()) {
-        kl_sum += KlEstimate(p.top[static_cast<size_t>(j)], got.top[0]);
+        kl_sum += bench::KlEstimate(p.top[static_cast<size_t>(j)], got.top[0]);
         ++kl_positions;
       }
     }
