@@ -4,6 +4,9 @@
 
 #include "bench/metrics.h"
 #include "spec/session_spec.h"
+#include "target/command.h"
+#include "target/sglang.h"
+#include "target/vllm.h"
 #include "testing/test_util.h"
 
 namespace hone::measure {
@@ -29,6 +32,32 @@ TEST(ExamplesTest, TheGpuExampleMeasuresASteadyStateWindow) {
   EXPECT_GT(spec->workload.window_s, 0);
   EXPECT_GT(spec->workload.ramp_s, 0);
   EXPECT_EQ(spec->target.model.preset, "llama-3.1-8b");
+}
+
+// The engine examples search only knobs their adapter has, and the command example's
+// template renders.
+TEST(ExamplesTest, TheEngineExamplesSearchTheirAdaptersKnobs) {
+  const std::string data = testing::SourceDir().string();
+  for (const char* name : {"vllm", "sglang", "command"}) {
+    SCOPED_TRACE(name);
+    auto spec = spec::LoadSessionSpec((testing::SourceDir() / "examples" / (std::string(name) + ".yaml")).string(),
+                                      bench::MetricNames());
+    ASSERT_OK(spec);
+    EXPECT_EQ(spec->target.adapter, name);
+    std::unique_ptr<target::Adapter> adapter;
+    if (spec->target.adapter == "vllm") {
+      ASSERT_OK_AND_ASSIGN(adapter, target::VllmAdapter::Create(data, "0.12.0"));
+    } else if (spec->target.adapter == "sglang") {
+      ASSERT_OK_AND_ASSIGN(adapter, target::SglangAdapter::Create(data, "0.5.0"));
+    } else {
+      ASSERT_OK_AND_ASSIGN(adapter, target::CommandAdapter::Create(spec->target, data));
+    }
+    EXPECT_FALSE(spec->search.knobs.empty());
+    for (const std::string& k : spec->search.knobs) EXPECT_TRUE(adapter->catalog().Find(k)) << k;
+    target::LaunchContext ctx{.server_binary = name == std::string("command") ? "" : "/usr/bin/" + std::string(name),
+                              .model_path = spec->target.model.path, .port = 8080, .extra_args = spec->target.server_args};
+    EXPECT_OK(adapter->BuildLaunch(spec->target.base_config, ctx));
+  }
 }
 
 }  // namespace

@@ -2,11 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <regex>
+#include <set>
 
+#include "bench/logprobs.h"
 #include "bench/replay.h"
 #include "bench/result_io.h"
 #include "bench/runner.h"
@@ -282,29 +285,74 @@ void ServerTrialExecutor::PrepareTokens(const std::string& host, int port, const
   }
 }
 
-Result<std::vector<int32_t>> ServerTrialExecutor::Greedy(const std::string& host, int port,
-                                                         const std::vector<int32_t>& prompt, int n) {
+namespace {
+
+using Top = bench::TopLogprobs;
+constexpr int kTopLogprobs = 8;
+
+json TopJson(const std::vector<Top>& top) {
+  json out = json::array();
+  for (const Top& t : top) {
+    json pos = json::array();
+    for (const auto& [id, lp] : t) pos.push_back({id, lp});
+    out.push_back(std::move(pos));
+  }
+  return out;
+}
+
+std::vector<Top> TopFromJson(const json& j) {
+  std::vector<Top> out;
+  if (!j.is_array()) return out;
+  for (const json& pos : j) {
+    Top t;
+    for (const json& e : pos) {
+      if (e.is_array() && e.size() == 2) t[e[0].get<int32_t>()] = e[1].get<double>();
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ServerTrialExecutor::Reply> ServerTrialExecutor::Greedy(const std::string& host, int port,
+                                                               const std::vector<int32_t>& prompt, int n) {
   bool native = s_.adapter->name() == "llama.cpp";
   json body = {{"prompt", prompt}, {"temperature", 0}, {"ignore_eos", true}};
   if (native) {
     body["n_predict"] = n;
     body["return_tokens"] = true;
   } else {
+    // The OpenAI completions API: top-k logprobs (llama-server reads n_probs), with
+    // token ids where the engine can give them (vLLM: return_tokens_as_token_ids).
     body["max_tokens"] = n;
+    body["logprobs"] = kTopLogprobs;
+    body["n_probs"] = kTopLogprobs;
+    body["return_tokens_as_token_ids"] = true;
   }
   HONE_ASSIGN_OR_RETURN(auto r, net::PostJson(host, port, native ? "/completion" : "/v1/completions", body.dump(), 120s));
   if (r.status != 200) return Unavailable("accuracy probe: HTTP " + std::to_string(r.status) + ": " + r.body.substr(0, 200));
   json j = json::parse(r.body, nullptr, false);
   if (j.is_discarded()) return DataLoss("accuracy probe: invalid JSON response");
-  std::vector<int32_t> tokens;
+  Reply reply;
   if (native && j.contains("tokens") && j["tokens"].is_array()) {
-    for (const auto& t : j["tokens"]) tokens.push_back(t.get<int32_t>());
-  } else {
-    // Other frameworks: compare texts (one probe token at a time), hashed to an id.
-    std::string text = j.contains("choices") ? j["choices"][0].value("text", "") : j.value("content", "");
-    tokens.push_back(static_cast<int32_t>(std::hash<std::string>{}(text) & 0x7fffffff));
+    for (const auto& t : j["tokens"]) reply.tokens.push_back(t.get<int32_t>());
+    reply.ids = true;
+    return reply;
   }
-  return tokens;
+  const bool has_choice = j.contains("choices") && j["choices"].is_array() && !j["choices"].empty();
+  if (has_choice && j["choices"][0].contains("logprobs")) {
+    if (auto lp = bench::ParseCompletionLogprobs(j["choices"][0]["logprobs"])) {
+      reply.tokens = std::move(lp->tokens);
+      reply.top = std::move(lp->top);
+      reply.ids = true;
+      return reply;
+    }
+  }
+  // No token ids: compare texts, hashed to one id.
+  std::string text = has_choice ? j["choices"][0].value("text", "") : j.value("content", "");
+  reply.tokens.push_back(static_cast<int32_t>(std::hash<std::string>{}(text) & 0x7fffffff));
+  return reply;
 }
 
 bool ServerTrialExecutor::NeedsKld(const Config& config) const {
@@ -368,8 +416,10 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(ref));
     json j = json::parse(text, nullptr, false);
     if (!j.is_discarded()) {
-      for (const auto& p : j["probes"]) probes_.push_back({p["prompt"].get<std::vector<int32_t>>(),
-                                                            p["reference"].get<std::vector<int32_t>>()});
+      for (const auto& p : j["probes"]) {
+        probes_.push_back({p["prompt"].get<std::vector<int32_t>>(), p["reference"].get<std::vector<int32_t>>(),
+                           TopFromJson(p.value("top", json::array()))});
+      }
     }
   }
   if (probes_.empty()) {
@@ -384,8 +434,14 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     for (int i = 0; i < a.probes; ++i) {
       Probe p;
       for (int k = 0; k < 32; ++k) p.prompt.push_back(static_cast<int32_t>(rng.Uniform(1000, 30999)));
-      HONE_ASSIGN_OR_RETURN(p.reference, Greedy(server->host(), server->port(), p.prompt, a.probe_tokens));
-      out["probes"].push_back({{"prompt", p.prompt}, {"reference", p.reference}});
+      HONE_ASSIGN_OR_RETURN(Reply reply, Greedy(server->host(), server->port(), p.prompt, a.probe_tokens));
+      if (!reply.ids) {
+        // Texts only: the reference is the first token's text, as the check compares it.
+        HONE_ASSIGN_OR_RETURN(reply, Greedy(server->host(), server->port(), p.prompt, 1));
+      }
+      p.reference = reply.tokens;
+      p.top = reply.top;
+      out["probes"].push_back({{"prompt", p.prompt}, {"reference", p.reference}, {"top", TopJson(p.top)}});
       probes_.push_back(std::move(p));
     }
     server->Stop();
@@ -430,27 +486,54 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, launch, lc,
                                                          {.log_path = (dir / (label + "-server.log")).string()}));
   out.ran = true;
-  int matched = 0, compared = 0;
+  int matched = 0, compared = 0, kl_positions = 0;
+  double kl_sum = 0;
+  bool by_text = false;
   for (const Probe& p : probes_) {
     int n = static_cast<int>(p.reference.size());
     // Teacher forcing: the candidate continues the reference's own prefix.
-    for (int j : {0, n / 4, n / 2, (3 * n) / 4}) {
+    for (int j : std::set<int>{0, n / 4, n / 2, (3 * n) / 4}) {
       if (j >= n) continue;
       std::vector<int32_t> prompt = p.prompt;
       prompt.insert(prompt.end(), p.reference.begin(), p.reference.begin() + j);
-      HONE_ASSIGN_OR_RETURN(auto got, Greedy(server->host(), server->port(), prompt, 1));
+      HONE_ASSIGN_OR_RETURN(Reply got, Greedy(server->host(), server->port(), prompt, 1));
+      by_text = by_text || !got.ids;
       ++compared;
-      matched += !got.empty() && got[0] == p.reference[static_cast<size_t>(j)];
+      matched += !got.tokens.empty() && got.tokens[0] == p.reference[static_cast<size_t>(j)];
+      if (static_cast<size_t>(j) < p.top.size() && !p.top[static_cast<size_t>(j)].empty() && !got.top.empty()) {
+        kl_sum += bench::KlEstimate(p.top[static_cast<size_t>(j)], got.top[0]);
+        ++kl_positions;
+      }
     }
   }
   server->Stop();
   out.probes_compared = compared;
   out.token_agreement = compared ? static_cast<double>(matched) / compared : 1.0;
   out.passed = out.token_agreement >= a.min_token_agreement;
+  // Which comparison this was, for the report.
+  std::string method = s_.adapter->name() == "llama.cpp" ? "teacher-forced greedy tokens"
+                       : by_text                         ? "first greedy token's text (the engine gave no token ids)"
+                       : kl_positions > 0 ? "teacher-forced top-" + std::to_string(kTopLogprobs) + " logprobs"
+                                          : "teacher-forced greedy tokens (no logprobs)";
   char buf[200];
-  std::snprintf(buf, sizeof buf, "token agreement %.1f%% (%d/%d, min %.0f%%)", out.token_agreement * 100, matched,
+  std::snprintf(buf, sizeof buf, ": token agreement %.1f%% (%d/%d, min %.0f%%)", out.token_agreement * 100, matched,
                 compared, a.min_token_agreement * 100);
-  out.detail = buf;
+  out.detail = method + buf;
+  if (kl_positions > 0 && !NeedsKld(config)) {
+    // The logprob estimate stands in for llama-perplexity; it gates, as that does,
+    // only configurations that change numerics.
+    const double kl = kl_sum / kl_positions;
+    out.kld_mean = kl;
+    const bool gated = a.kld && s_.adapter->catalog().ChangesNumerics(config);
+    if (gated) out.passed = out.passed && kl <= a.max_kld;
+    if (gated) {
+      std::snprintf(buf, sizeof buf, "; KL estimate %.3g over %d positions (max %g)", kl, kl_positions, a.max_kld);
+    } else {
+      std::snprintf(buf, sizeof buf, "; KL estimate %.3g over %d positions (not gated: no numerics change)", kl,
+                    kl_positions);
+    }
+    out.detail += buf;
+  }
   if (NeedsKld(config)) {
     HONE_ASSIGN_OR_RETURN(auto kld, RunKld(config, false));
     out.kld_mean = kld.first;

@@ -6,8 +6,11 @@
 // operating point, stops the server and writes the trial directory. The accuracy
 // gate runs its own short-lived servers: a teacher-forced greedy-token agreement
 // check against the stock configuration's outputs on fixed probe prompts, and, for
-// llama.cpp configurations that change numerics (weights, KV cache types), the KL
-// divergence of their logits from the stock ones via llama-perplexity.
+// configurations that change numerics (weights, KV cache types), a KL divergence: on
+// llama.cpp that of their logits from the stock ones via llama-perplexity; on engines
+// that serve the OpenAI completions API with logprobs (vLLM, SGLang, a command's
+// server) an estimate from the top-k logprobs at the same teacher-forced positions.
+// The outcome's detail names the method used.
 // Not thread-safe: one trial at a time (the machine is being measured).
 #pragma once
 
@@ -59,11 +62,19 @@ class ServerTrialExecutor final : public TrialExecutor {
                                         const std::string& server_binary = "") override;
 
  private:
+  // Top-k log-probabilities at one position: token id -> logprob.
+  using TopLogprobs = std::map<int32_t, double>;
   struct Probe {
     std::vector<int32_t> prompt;
     std::vector<int32_t> reference;  // the stock config's greedy tokens
+    std::vector<TopLogprobs> top;    // their top-k logprobs (OpenAI-API engines that give them)
   };
-  Result<std::vector<int32_t>> Greedy(const std::string& host, int port, const std::vector<int32_t>& prompt, int n);
+  struct Reply {
+    std::vector<int32_t> tokens;
+    std::vector<TopLogprobs> top;  // empty: the engine gave no logprobs
+    bool ids = false;              // tokens are the engine's ids (else a hash of the text)
+  };
+  Result<Reply> Greedy(const std::string& host, int port, const std::vector<int32_t>& prompt, int n);
   bool NeedsKld(const Config& config) const;
   void PrepareTokens(const std::string& host, int port, const std::string& model_path);
   std::vector<std::string> RuntimeFlags(const Config& config) const;

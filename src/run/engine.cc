@@ -4,20 +4,89 @@
 
 #include "model/synth.h"
 #include "sys/files.h"
+#include "sys/process.h"
 #include "sys/term.h"
+#include "target/command.h"
+#include "target/sglang.h"
+#include "target/vllm.h"
 
 namespace hone::run {
 
 namespace fs = std::filesystem;
 
-Result<Engine> BuildEngine(const spec::SessionSpec& spec, const RunContext& ctx) {
-  if (spec.target.adapter != "llama.cpp") {
-    return InvalidArgument("hone run drives llama.cpp targets on this machine; the " + spec.target.adapter +
-                           " adapter needs its framework installed (see docs/adapters.md)");
+namespace {
+
+// The launcher a Python engine runs with: the spec's, or the engine's on PATH (a
+// `python` program may be found as python3).
+Result<std::string> Launcher(const spec::SessionSpec& spec, const std::string& program, const std::string& install) {
+  std::string wanted = spec.target.command.empty() ? program : spec.target.command[0];
+  std::string found = sys::FindOnPath(wanted);
+  if (found.empty() && spec.target.command.empty() && program == "python") found = sys::FindOnPath("python3");
+  if (found.empty()) {
+    return NotFound("the " + spec.target.adapter + " adapter runs `" + wanted + "`, which is not " +
+                    (spec.target.command.empty() ? "on PATH" : "executable") + ": " + install +
+                    " (or name the launcher in target.command)");
   }
-  HONE_ASSIGN_OR_RETURN(target::Provisioned p,
-                        target::FindProvisioned(ctx.cache_dir, ctx.data_dir, spec.target.num_gpus > 0));
-  return BuildEngine(spec, ctx, std::move(p));
+  return found;
+}
+
+// An engine hone does not build: where it runs from and its version.
+target::Provisioned Installed(const std::string& launcher, const std::string& version) {
+  target::Provisioned p;
+  p.origin = "path";
+  p.variant = "installed";
+  p.server = launcher;
+  p.version = version;
+  return p;
+}
+
+// Another engine's session around `adapter`: the model is whatever the engine loads
+// (a directory, a Hugging Face id or a file); a GGUF file's weight type is read.
+Result<Engine> ForeignEngine(const spec::SessionSpec& spec, const RunContext& ctx, target::Provisioned provisioned,
+                             std::unique_ptr<target::Adapter> adapter) {
+  if (spec.target.model.path.empty()) {
+    return InvalidArgument("target.model: the " + spec.target.adapter +
+                           " adapter serves a model path or id (synthetic presets are llama.cpp GGUF files)");
+  }
+  Engine e;
+  e.provisioned = std::move(provisioned);
+  e.adapter = std::move(adapter);
+  e.model_path = spec.target.model.path;
+  std::string stem = fs::path(e.model_path).filename().string();
+  e.model_name = fs::path(e.model_path).extension() == ".gguf" ? fs::path(e.model_path).stem().string() : stem;
+  e.models = std::make_unique<measure::ModelStore>(e.model_path, "", (ctx.cache_dir / "models" / "variants").string());
+  auto base = e.models->BaseType();
+  e.base_precision = base ? *base : "source";
+  return e;
+}
+
+}  // namespace
+
+Result<Engine> BuildEngine(const spec::SessionSpec& spec, const RunContext& ctx) {
+  const std::string& adapter = spec.target.adapter;
+  if (adapter == "llama.cpp") {
+    HONE_ASSIGN_OR_RETURN(target::Provisioned p,
+                          target::FindProvisioned(ctx.cache_dir, ctx.data_dir, spec.target.num_gpus > 0));
+    return BuildEngine(spec, ctx, std::move(p));
+  }
+  if (adapter == "vllm") {
+    HONE_ASSIGN_OR_RETURN(std::string launcher, Launcher(spec, "vllm", "pip install vllm"));
+    HONE_ASSIGN_OR_RETURN(std::string version, target::ProbeVllmBinaryVersion(launcher));
+    HONE_ASSIGN_OR_RETURN(auto a, target::VllmAdapter::Create(ctx.data_dir, version));
+    return ForeignEngine(spec, ctx, Installed(launcher, version), std::move(a));
+  }
+  if (adapter == "sglang") {
+    HONE_ASSIGN_OR_RETURN(std::string launcher, Launcher(spec, "python", "pip install \"sglang[all]\""));
+    HONE_ASSIGN_OR_RETURN(std::string version, target::ProbeSglangBinaryVersion(launcher));
+    HONE_ASSIGN_OR_RETURN(auto a, target::SglangAdapter::Create(ctx.data_dir, version));
+    return ForeignEngine(spec, ctx, Installed(launcher, version), std::move(a));
+  }
+  if (adapter == "command") {
+    HONE_ASSIGN_OR_RETURN(auto a, target::CommandAdapter::Create(spec.target, ctx.data_dir));
+    return ForeignEngine(spec, ctx, Installed(spec.target.command[0], spec.target.version.empty() ? "unknown" : spec.target.version),
+                         std::move(a));
+  }
+  return InvalidArgument("unknown adapter '" + adapter + "' (llama.cpp, vllm, sglang, command)");
 }
 
 Result<Engine> BuildEngine(const spec::SessionSpec& spec, const RunContext& ctx, target::Provisioned provisioned) {

@@ -1,7 +1,9 @@
-// The engine a session serves with and the model it serves: the provisioned
-// llama.cpp (the CUDA build for a GPU session), its adapter (knob catalog by version),
-// the model file (a path, or a preset synthesized once into the cache) and the store
-// of its quantized variants. Owns what it builds; not thread-safe.
+// The engine a session serves with and the model it serves: for llama.cpp the
+// provisioned build (the CUDA build for a GPU session), its adapter (knob catalog by
+// version), the model file (a path, or a preset synthesized once into the cache) and
+// the store of its quantized variants; for vLLM and SGLang the launcher on PATH (or
+// target.command) and its installed version; for "command" the spec's template. The
+// rest of the session sees only the adapter. Owns what it builds; not thread-safe.
 #pragma once
 
 #include <memory>
@@ -18,6 +20,8 @@
 namespace hone::run {
 
 struct Engine {
+  // llama.cpp: the provisioned build; other engines: origin "path", the launcher as
+  // `server` and the installed version (no tools, no source).
   target::Provisioned provisioned;
   std::unique_ptr<target::Adapter> adapter;
   std::string model_path;
@@ -26,8 +30,8 @@ struct Engine {
   std::unique_ptr<measure::ModelStore> models;
 };
 
-// Finds the provisioned engine (kNotFound says how to provision it) and builds the
-// rest around it. Only llama.cpp targets run here.
+// Finds the engine the spec's adapter names (kNotFound says how to provision or
+// install it) and builds the rest around it.
 Result<Engine> BuildEngine(const spec::SessionSpec& spec, const RunContext& ctx);
 // The adapter, model and model store around an already found engine.
 Result<Engine> BuildEngine(const spec::SessionSpec& spec, const RunContext& ctx, target::Provisioned provisioned);

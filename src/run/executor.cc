@@ -14,25 +14,33 @@ namespace hone::run {
 namespace fs = std::filesystem;
 
 Result<bench::ServerProfile> BenchProfileFor(const std::string& framework, const std::string& data_dir) {
-  bench::ServerProfile p;
-  p.framework = framework;
   std::unique_ptr<target::Adapter> adapter;
   if (framework == "llama.cpp" || framework == "llamacpp") {
     HONE_ASSIGN_OR_RETURN(adapter, target::LlamaCppAdapter::Create(data_dir, "0.4.0"));
   } else if (framework == "vllm") {
     HONE_ASSIGN_OR_RETURN(adapter, target::VllmAdapter::Create(data_dir, "0.12.0"));
-    p.send_min_tokens = true;
   } else if (framework == "sglang") {
     HONE_ASSIGN_OR_RETURN(adapter, target::SglangAdapter::Create(data_dir, "0.5.0"));
-    p.send_min_tokens = true;  // SGLang maps min_tokens to min_new_tokens
   } else if (framework == "generic") {
+    bench::ServerProfile p;
+    p.framework = framework;
     p.exact_length_fields = {{"ignore_eos", "true"}};
     return p;
   } else {
     return InvalidArgument("unknown framework '" + framework + "' (llama.cpp, vllm, sglang, generic)");
   }
-  p.exact_length_fields = adapter->ExactLengthFields();
-  p.metrics = adapter->metric_names();
+  bench::ServerProfile p = BenchProfileFor(*adapter);
+  p.framework = framework;
+  return p;
+}
+
+bench::ServerProfile BenchProfileFor(const target::Adapter& adapter) {
+  bench::ServerProfile p;
+  p.framework = adapter.name();
+  // vLLM takes min_tokens; SGLang maps it to min_new_tokens.
+  p.send_min_tokens = adapter.name() == "vllm" || adapter.name() == "sglang";
+  p.exact_length_fields = adapter.ExactLengthFields();
+  p.metrics = adapter.metric_names();
   return p;
 }
 
@@ -55,7 +63,7 @@ Result<std::unique_ptr<measure::ServerTrialExecutor>> BuildExecutor(const spec::
   setup.models = engine.models.get();
   setup.run_dir = run_dir;
   setup.spec = spec;
-  HONE_ASSIGN_OR_RETURN(setup.profile, BenchProfileFor(spec.target.adapter, ctx.data_dir));
+  setup.profile = BenchProfileFor(*engine.adapter);
   setup.hardware = hardware;
   setup.clock = ctx.clock;
   setup.runner = ctx.runner;

@@ -18,6 +18,8 @@ namespace hone::run {
 // The benchmark's view of a serving framework (exact-length request fields and the
 // Prometheus names to scrape), from the framework's target adapter.
 Result<bench::ServerProfile> BenchProfileFor(const std::string& framework, const std::string& data_dir);
+// The same from the session's adapter.
+bench::ServerProfile BenchProfileFor(const target::Adapter& adapter);
 
 // Builds the executor; writes run_dir/accuracy/kld-text.txt (once) and, for a
 // generated agentic workload, run_dir/traces.jsonl. `hardware` names the device in

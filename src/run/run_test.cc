@@ -406,5 +406,58 @@ TEST_F(RunTest, ResumingAClosedSessionRunsNothing) {
   EXPECT_NE(fresh.error().message.find("hone provision llama.cpp"), std::string::npos) << fresh.error().message;
 }
 
+// The engine comes from the spec's adapter; nothing after BuildEngine knows which.
+TEST_F(RunTest, EveryAdapterBuildsAnEngine) {
+  const std::string standin = (::hone::testing::SourceDir() / "src/target/testdata/standin").string();
+  spec_.target.model.path = "meta-llama/Llama-3.1-8B-Instruct";
+  spec_.target.adapter = "vllm";
+  spec_.target.command = {standin + "/vllm"};
+  ASSERT_OK_AND_ASSIGN(Engine vllm, BuildEngine(spec_, ctx_));
+  EXPECT_EQ(vllm.adapter->name(), "vllm");
+  EXPECT_EQ(vllm.provisioned.version, "0.12.0");
+  EXPECT_EQ(vllm.provisioned.server, standin + "/vllm");
+  EXPECT_EQ(vllm.model_name, "Llama-3.1-8B-Instruct");
+  EXPECT_EQ(vllm.base_precision, "source");  // not a GGUF file: the engine's own weights
+  EXPECT_TRUE(BenchProfileFor(*vllm.adapter).send_min_tokens);
+  EXPECT_EQ(BenchProfileFor(*vllm.adapter).metrics.prompt_tokens_total, "vllm:prompt_tokens_total");
+  EXPECT_NE(LaunchCommand(vllm, spec_, Config{{"max_num_seqs", "64"}}, "")
+                .find("/vllm serve meta-llama/Llama-3.1-8B-Instruct --host 127.0.0.1 --port 8080"),
+            std::string::npos);
+
+  spec_.target.adapter = "sglang";
+  spec_.target.command = {standin + "/python"};
+  ASSERT_OK_AND_ASSIGN(Engine sglang, BuildEngine(spec_, ctx_));
+  EXPECT_EQ(sglang.adapter->name(), "sglang");
+  EXPECT_EQ(sglang.provisioned.version, "0.5.4");
+  EXPECT_NE(LaunchCommand(sglang, spec_, Config{}, "").find("python -m sglang.launch_server --model-path "),
+            std::string::npos);
+
+  // Not installed: the error says what to install.
+  spec_.target.command = {(dir_->path() / "no-python").string()};
+  auto missing = BuildEngine(spec_, ctx_);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(missing.error().message.find("pip install \"sglang[all]\""), std::string::npos) << missing.error().message;
+  spec_.target.model = {.preset = "tiny"};
+  spec_.target.command = {standin + "/vllm"};
+  spec_.target.adapter = "vllm";
+  auto preset = BuildEngine(spec_, ctx_);
+  ASSERT_FALSE(preset);
+  EXPECT_NE(preset.error().message.find("synthetic presets are llama.cpp GGUF files"), std::string::npos);
+
+  spec_.target.adapter = "command";
+  spec_.target.model = {.path = "/models/m.gguf"};
+  spec_.target.command = {"my-server", "--model", "{model}", "--port", "{port}"};
+  spec_.target.version = "1.2";
+  spec_.target.knobs_yaml = "- {name: threads, flag: --threads, type: int, min: 1, max: 8, default: '4'}\n";
+  ASSERT_OK_AND_ASSIGN(Engine command, BuildEngine(spec_, ctx_));
+  EXPECT_EQ(command.adapter->name(), "command");
+  EXPECT_EQ(command.provisioned.version, "1.2");
+  EXPECT_EQ(command.model_name, "m");
+  EXPECT_EQ(LaunchCommand(command, spec_, Config{{"threads", "2"}}, ""),
+            "my-server --model /models/m.gguf --port 8080 --threads 2");
+  EXPECT_FALSE(BenchProfileFor(*command.adapter).send_min_tokens);
+}
+
 }  // namespace
 }  // namespace hone::run

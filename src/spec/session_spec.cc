@@ -39,8 +39,8 @@ Status CheckMetric(const Field& f, const std::string& metric, const std::vector<
 
 Status ParseTarget(const Field& f, TargetSpec& t) {
   HONE_TRY(f.RequireMap());
-  HONE_TRY(f.CheckKeys({"adapter", "model", "server_args", "base_config", "command", "health_path", "hardware",
-                        "num_gpus"}));
+  HONE_TRY(f.CheckKeys({"adapter", "model", "server_args", "base_config", "command", "knobs", "version",
+                        "health_path", "hardware", "num_gpus"}));
   HONE_ASSIGN_OR_RETURN(t.adapter, f["adapter"].StrOr("llama.cpp"));
   static const char* kAdapters[] = {"llama.cpp", "vllm", "sglang", "command"};
   if (std::find(std::begin(kAdapters), std::end(kAdapters), t.adapter) == std::end(kAdapters)) {
@@ -65,6 +65,18 @@ Status ParseTarget(const Field& f, TargetSpec& t) {
   }
   HONE_ASSIGN_OR_RETURN(t.command, f["command"].StrList());
   if (t.adapter == "command" && t.command.empty()) return Fail(f["command"].Err("adapter 'command' needs a command"));
+  if ((t.adapter == "vllm" || t.adapter == "sglang") && t.command.size() > 1) {
+    return Fail(f["command"].Err("for " + t.adapter + ", command names one launcher (the `" +
+                                 (t.adapter == "vllm" ? "vllm" : "python") + "` to use); put fixed flags in server_args"));
+  }
+  if (f["knobs"].defined()) {
+    if (t.adapter != "command") return Fail(f["knobs"].Err("a knob table is for adapter 'command' (the others have catalogs)"));
+    if (!f["knobs"].is_seq()) return Fail(f["knobs"].Err("expected a list of knobs ({name, flag|env, type, ...})"));
+    YAML::Emitter out;
+    out << f["knobs"].node();
+    t.knobs_yaml = std::string(out.c_str()) + "\n";
+  }
+  HONE_ASSIGN_OR_RETURN(t.version, f["version"].StrOr(""));
   HONE_ASSIGN_OR_RETURN(t.health_path, f["health_path"].StrOr("/health"));
   HONE_ASSIGN_OR_RETURN(t.hardware, f["hardware"].StrOr(""));
   HONE_ASSIGN_OR_RETURN(int64_t gpus, f["num_gpus"].IntOr(0, 0, 1024));

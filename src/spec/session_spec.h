@@ -30,7 +30,11 @@ struct TargetSpec {
   ModelRef model;
   std::vector<std::string> server_args;   // fixed, never searched
   Config base_config;                     // the stock configuration (usually empty)
-  std::vector<std::string> command;       // adapter "command": argv with {port} {model} {host}
+  // adapter "command": argv with {port} {model} {host} and {knob} placeholders;
+  // vllm/sglang: the launcher to use instead of the one on PATH (one element).
+  std::vector<std::string> command;
+  std::string knobs_yaml;                 // adapter "command": the knob table (YAML), as written
+  std::string version;                    // adapter "command": the server's version, for the KB ("" = unknown)
   std::string health_path = "/health";
   std::string hardware;                   // override the detected hardware name
   int num_gpus = 0;                       // 0 = CPU

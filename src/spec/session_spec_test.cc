@@ -139,5 +139,28 @@ TEST(SessionSpecTest, Durations) {
   EXPECT_FALSE(ParseDurationSeconds("x"));
 }
 
+TEST(SessionSpecTest, TheCommandAdapterTakesAKnobTableAndTheOthersALauncher) {
+  auto s = ParseSessionSpec(R"(name: c
+target:
+  adapter: command
+  model: /m.gguf
+  command: [srv, --port, "{port}", -t, "{threads}"]
+  version: "3.1"
+  knobs:
+    - {name: threads, type: int, min: 1, max: 8, default: "4"}
+)", "c.yaml", {});
+  ASSERT_OK(s);
+  EXPECT_EQ(s->target.version, "3.1");
+  EXPECT_NE(s->target.knobs_yaml.find("threads"), std::string::npos);
+  // A knob table belongs to the command adapter; vLLM and SGLang take one launcher.
+  auto knobs = ParseSessionSpec("name: v\ntarget: {adapter: vllm, model: m, knobs: [{name: x}]}\n", "v.yaml", {});
+  ASSERT_FALSE(knobs);
+  EXPECT_NE(knobs.error().message.find("a knob table is for adapter 'command'"), std::string::npos);
+  auto launcher = ParseSessionSpec("name: v\ntarget: {adapter: sglang, model: m, command: [python, -m, x]}\n", "v.yaml", {});
+  ASSERT_FALSE(launcher);
+  EXPECT_NE(launcher.error().message.find("command names one launcher"), std::string::npos);
+  ASSERT_OK(ParseSessionSpec("name: v\ntarget: {adapter: vllm, model: m, command: [/opt/venv/bin/vllm]}\n", "v.yaml", {}));
+}
+
 }  // namespace
 }  // namespace hone::spec

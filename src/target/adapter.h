@@ -4,8 +4,10 @@
 // catalog, names its health and metrics endpoints and its Prometheus metric names,
 // and classifies a failed launch from the server log into a FailureKind (rules from
 // data/failures.yaml). Adapters are stateless after construction; the running server
-// itself is a target::Server. Implementations: llama.cpp (llamacpp.h), vLLM and
-// SGLang (their own issue), and "command" for any server a user can start.
+// itself is a target::Server. Implementations: llama.cpp (llamacpp.h), vLLM
+// (vllm.h), SGLang (sglang.h) and "command" for any server a user can start
+// (command.h); run::BuildEngine picks one from the spec, and nothing after it knows
+// which.
 #pragma once
 
 #include <map>
@@ -87,7 +89,8 @@ class Adapter {
 
 // Shared flag rendering for catalog knobs: bools use flag/negative_flag, env knobs set
 // the environment, others append "flag value". Artifact knobs are skipped (the caller
-// resolved them into ctx.model_path).
-Status AppendKnobs(const KnobCatalog& catalog, const Config& config, LaunchSpec& spec);
+// resolved them into ctx.model_path). `validate`: check `config` against the catalog
+// first (off when the caller validated a larger config that this one is part of).
+Status AppendKnobs(const KnobCatalog& catalog, const Config& config, LaunchSpec& spec, bool validate = true);
 
 }  // namespace hone::target

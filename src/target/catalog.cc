@@ -84,11 +84,17 @@ Result<KnobCatalog> KnobCatalog::Load(const std::string& path) {
   HONE_ASSIGN_OR_RETURN(spec::Field root, spec::Field::LoadFile(path));
   HONE_TRY(root.RequireMap());
   HONE_TRY(root.CheckKeys({"framework", "versions", "source", "knobs"}));
+  HONE_ASSIGN_OR_RETURN(std::string framework, root["framework"].Str());
+  HONE_ASSIGN_OR_RETURN(std::string versions, root["versions"].StrOr("*"));
+  return FromKnobList(root["knobs"], {.framework = framework, .versions = versions, .path = path});
+}
+
+Result<KnobCatalog> KnobCatalog::FromKnobList(const spec::Field& knobs, const KnobListOptions& options) {
   KnobCatalog cat;
-  cat.path_ = path;
-  HONE_ASSIGN_OR_RETURN(cat.framework_, root["framework"].Str());
-  HONE_ASSIGN_OR_RETURN(cat.versions_, root["versions"].StrOr("*"));
-  spec::Field knobs = root["knobs"];
+  cat.path_ = options.path;
+  cat.framework_ = options.framework;
+  cat.versions_ = options.versions;
+  const std::string& path = options.path;
   if (!knobs.is_seq()) return Fail(knobs.Err("expected a list of knobs"));
   for (const spec::Field& k : knobs.Items()) {
     HONE_TRY(k.CheckKeys({"name", "flag", "negative_flag", "env", "type", "choices", "min", "max", "search",
@@ -111,7 +117,8 @@ Result<KnobCatalog> KnobCatalog::Load(const std::string& path) {
     }
     HONE_ASSIGN_OR_RETURN(knob.search_values, k["search"].StrList());
     HONE_ASSIGN_OR_RETURN(knob.default_value, k["default"].StrOr(""));
-    HONE_ASSIGN_OR_RETURN(knob.category, k["category"].Str());
+    HONE_ASSIGN_OR_RETURN(knob.category,
+                          options.default_category.empty() ? k["category"].Str() : k["category"].StrOr(options.default_category));
     HONE_ASSIGN_OR_RETURN(std::string risk, k["accuracy_risk"].StrOr("none"));
     auto parsed_risk = ParseAccuracyRisk(risk);
     if (!parsed_risk) return Fail(k["accuracy_risk"].Err("must be none, low, medium or high"));
@@ -128,8 +135,9 @@ Result<KnobCatalog> KnobCatalog::Load(const std::string& path) {
       HONE_ASSIGN_OR_RETURN(Condition cond, ParseCondition(c));
       knob.conflicts.push_back(cond);
     }
-    if (knob.flag.empty() && knob.env.empty() && !knob.artifact) {
-      return Fail(k.Err("knob '" + knob.name + "' needs a flag, an env or artifact: true"));
+    if (knob.flag.empty() && knob.env.empty() && !knob.artifact && !options.placeholders.contains(knob.name)) {
+      return Fail(k.Err("knob '" + knob.name + "' needs a flag, an env or artifact: true (in target.knobs: or a {" +
+                        knob.name + "} in target.command)"));
     }
     if (knob.type == KnobType::kEnum && knob.choices.empty()) return Fail(k.Err("enum knob without choices"));
     for (const std::string& v : knob.search_values) {

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "spec/yaml.h"
 
 namespace hone::target {
 
@@ -59,9 +61,20 @@ struct Knob {
   Status ValidateValue(const std::string& value) const;
 };
 
+// How a list of knobs outside a catalog file is read (a spec's knob table).
+struct KnobListOptions {
+  std::string framework;
+  std::string versions = "*";
+  std::string path;                   // where the knobs came from, for messages
+  std::string default_category;       // "": every knob must name its category
+  std::set<std::string> placeholders; // knobs that may have neither flag nor env (a {name} in a template)
+};
+
 class KnobCatalog {
  public:
   static Result<KnobCatalog> Load(const std::string& path);
+  // The knobs of a catalog file's "knobs:" list, parsed and checked the same way.
+  static Result<KnobCatalog> FromKnobList(const spec::Field& knobs, const KnobListOptions& options);
 
   const std::string& framework() const { return framework_; }
   const std::string& versions() const { return versions_; }

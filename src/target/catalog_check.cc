@@ -1,5 +1,6 @@
 #include "target/catalog_check.h"
 
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -107,6 +108,48 @@ Result<CatalogCheck> CheckCatalog(const KnobCatalog& catalog, const std::string&
     }
   }
   return c;
+}
+
+std::vector<std::string> HelpTextProblems(const KnobCatalog& catalog, const std::string& help_text) {
+  std::vector<std::string> problems;
+  std::vector<std::string> lines = Split(help_text, '\n');
+  // The choices listed as "--flag {a,b,c}" (nullopt: the flag takes no choice list).
+  auto help_choices = [&](const std::string& flag) -> std::optional<std::set<std::string>> {
+    for (const std::string& line : lines) {
+      std::string_view l = Trim(line);
+      if (!l.starts_with(flag + " ") && !l.starts_with(flag + ",") && l != flag) continue;
+      size_t open = l.find('{');
+      if (open != flag.size() + 1) return std::nullopt;
+      size_t close = l.find('}', open);
+      std::set<std::string> out;
+      for (const std::string& c : Split(l.substr(open + 1, close - open - 1), ',')) out.insert(std::string(Trim(c)));
+      return out;
+    }
+    return std::set<std::string>{};
+  };
+  for (const Knob& k : catalog.knobs()) {
+    for (const std::string& flag : {k.flag, k.negative_flag}) {
+      if (flag.empty()) continue;
+      bool found = false;
+      for (const std::string& line : lines) {
+        std::string_view l = Trim(line);
+        found = found || l.starts_with(flag + " ") || l.starts_with(flag + ",") || l == flag ||
+                Contains(line, ", " + flag + " ") || Contains(line, ", " + flag + "\n") || line.ends_with(", " + flag);
+      }
+      if (!found) problems.push_back(catalog.framework() + ": " + flag + " (knob " + k.name + ") is not in --help");
+    }
+    if (k.type == KnobType::kEnum && !k.flag.empty()) {
+      auto choices = help_choices(k.flag);
+      if (!choices) {
+        problems.push_back(k.flag + " lists no choices in --help");
+        continue;
+      }
+      for (const std::string& c : k.choices) {
+        if (!choices->contains(c)) problems.push_back(k.flag + " has no choice '" + c + "' in --help");
+      }
+    }
+  }
+  return problems;
 }
 
 }  // namespace hone::target

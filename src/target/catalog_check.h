@@ -32,6 +32,12 @@ struct CatalogCheck {
 // The option names (-t, --threads, ...) in a llama.cpp-style --help text.
 std::vector<std::string> HelpOptions(const std::string& help_text);
 
+// A catalog against an argparse-style --help text (vLLM's `vllm serve --help=all`,
+// SGLang's `python -m sglang.launch_server --help`): every flag and negative flag must
+// be listed, and every enum value must be one of the choices the help lists for its
+// flag. One line per problem; empty when the catalog matches.
+std::vector<std::string> HelpTextProblems(const KnobCatalog& catalog, const std::string& help_text);
+
 // Runs the checks (a few hundred `binary FLAG VALUE --version` calls: seconds on a CPU
 // build, minutes on a CUDA build, whose every start initializes the driver; `values`
 // false skips them: flags and variables only). Errors only when the binary cannot run.

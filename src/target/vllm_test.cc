@@ -11,6 +11,7 @@
 
 #include "core/strings.h"
 #include "net/raw_server.h"
+#include "target/catalog_check.h"
 #include "target/sglang.h"
 #include "testing/test_util.h"
 
@@ -29,39 +30,7 @@ std::string Testdata(const std::string& name) {
 // Every flag of `catalog` must appear in the --help text, and every enum value must be
 // one of the choices the help lists for that flag.
 void ExpectCatalogMatchesHelp(const KnobCatalog& catalog, const std::string& help) {
-  std::vector<std::string> lines = Split(help, '\n');
-  auto help_choices = [&](const std::string& flag) -> std::optional<std::set<std::string>> {
-    for (const std::string& line : lines) {
-      std::string_view l = Trim(line);
-      if (!l.starts_with(flag + " ") && !l.starts_with(flag + ",") && l != flag) continue;
-      size_t open = l.find('{');
-      if (open != flag.size() + 1) return std::nullopt;  // no choice list
-      size_t close = l.find('}', open);
-      std::set<std::string> out;
-      for (const std::string& c : Split(l.substr(open + 1, close - open - 1), ',')) out.insert(std::string(Trim(c)));
-      return out;
-    }
-    return std::set<std::string>{"<missing>"};
-  };
-  for (const Knob& k : catalog.knobs()) {
-    for (const std::string& flag : {k.flag, k.negative_flag}) {
-      if (flag.empty()) continue;
-      bool found = false;
-      for (const std::string& line : lines) {
-        std::string_view l = Trim(line);
-        found = found || l.starts_with(flag + " ") || l.starts_with(flag + ",") || l == flag ||
-                Contains(line, ", " + flag + " ") || Contains(line, ", " + flag + "\n") || line.ends_with(", " + flag);
-      }
-      EXPECT_TRUE(found) << catalog.framework() << ": " << flag << " (knob " << k.name << ") is not in --help";
-    }
-    if (k.type == KnobType::kEnum && !k.flag.empty()) {
-      auto choices = help_choices(k.flag);
-      ASSERT_TRUE(choices.has_value()) << k.flag << " lists no choices in --help";
-      for (const std::string& c : k.choices) {
-        EXPECT_TRUE(choices->contains(c)) << k.flag << " has no choice '" << c << "' in --help";
-      }
-    }
-  }
+  for (const std::string& problem : HelpTextProblems(catalog, help)) ADD_FAILURE() << problem;
 }
 
 // Each log under testdata/failures/<framework>_<kind>_*.log classifies as <kind>.

@@ -1,0 +1,210 @@
+// Whole `hone run` sessions on the adapters other than llama.cpp, as a user runs them:
+// - adapter "command": a user-style launch template around the real llama-server, a
+//   knob table with a precision placeholder (files the user quantized) and a thread
+//   flag; the session searches it, validates its best and gates accuracy on logprobs;
+// - vLLM and SGLang through the stand-ins in src/target/testdata/standin, found on
+//   PATH as `vllm` and `python` like the real launchers: the session launches with
+//   the catalog's flags (checked against the recorded --help by the stand-in), serves
+//   through llama-server, and a session killed with SIGKILL resumes to its close.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "core/strings.h"
+#include "sys/files.h"
+#include "sys/process.h"
+#include "testing/llama_env.h"
+#include "testing/test_util.h"
+
+namespace hone {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string Hone() { return (testing::BinaryDir() / "src/cli/hone").string(); }
+
+json ReadJson(const fs::path& p) {
+  auto text = sys::ReadFile(p);
+  return text ? json::parse(*text, nullptr, false) : json();
+}
+
+// Every trial's command line, as launched.
+std::string Commands(const fs::path& run) {
+  std::string out;
+  if (!fs::exists(run / "trials")) return out;
+  for (const auto& t : fs::directory_iterator(run / "trials")) out += sys::ReadFile(t.path() / "command.txt").value_or("");
+  return out;
+}
+
+class SessionsTest : public ::testing::Test {
+ public:
+  void SetUp() override {
+    HONE_REQUIRE_LLAMA();
+    ASSERT_OK_AND_ASSIGN(dir_, sys::TempDir::Create("hone-sessions"));
+  }
+  fs::path Path(const std::string& n) { return dir_->path() / n; }
+  sys::CommandOutput RunHone(std::vector<std::string> args, const std::map<std::string, std::string>& env = {},
+                             std::chrono::milliseconds timeout = 400s) {
+    args.insert(args.begin(), Hone());
+    auto out = sys::RunCommand({.argv = args, .env = env}, timeout);
+    EXPECT_TRUE(out) << out.error().ToString();
+    return out ? *out : sys::CommandOutput{};
+  }
+  // PATH with the stand-ins first, and the llama-server they serve through.
+  std::map<std::string, std::string> StandInEnv() {
+    const std::string standin = (testing::SourceDir() / "src/target/testdata/standin").string();
+    return {{"PATH", standin + ":" + std::string(std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin")},
+            {"HONE_STANDIN_LLAMA_SERVER", testing::Llama()->server}};
+  }
+  std::unique_ptr<sys::TempDir> dir_;
+};
+
+TEST_F(SessionsTest, ACommandTemplateAroundLlamaServerIsSearchedValidatedAndAccuracyGated) {
+  // The user's own files: the model at two precisions, next to each other.
+  for (const char* type : {"f16", "q8_0"}) {
+    ASSERT_OK(sys::WriteFileAtomic(Path(std::string("tiny-") + type + ".gguf"),
+                                   *sys::ReadFile(testing::SynthModel("tiny", type))));
+  }
+  const std::string spec = R"(name: command-e2e
+target:
+  adapter: command
+  model: )" + Path("tiny-f16.gguf").string() + R"(
+  command: [)" + testing::Llama()->server + R"(, -m, ")" + Path("tiny-{quant}.gguf").string() + R"(",
+            --host, "{host}", --port, "{port}", --metrics]
+  health_path: /health
+  version: "b0-user"
+  knobs:
+    - {name: quant, type: enum, choices: [f16, q8_0], default: f16, search: [q8_0], accuracy_risk: high,
+       category: precision, why: "the q8_0 file the user made"}
+    - {name: threads, flag: --threads, type: int, min: 1, max: 8, search: [1, 2], default: "2", category: threads}
+workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 8, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+accuracy: {probes: 2, probe_tokens: 4, max_kld: 0.5}
+budget: {wall: 280s}  # a session here takes 15-40 s; the rest is room for a loaded host
+measurement: {min_pairs: 3, max_pairs: 12, pair_step: 3, aa_pairs: 3}
+search: {knobs: [quant, threads]}
+kb: {path: )" + Path("kb.sqlite").string() + "}\n";
+  ASSERT_OK(sys::WriteFileAtomic(Path("command.yaml"), spec));
+  const fs::path out = Path("command-run");
+  auto r = RunHone({"run", Path("command.yaml").string(), "--out", out.string()});
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
+  SCOPED_TRACE(LastLines(r.output, 40));
+  const json state = ReadJson(out / "state.json");
+  ASSERT_TRUE(state.is_object());
+  EXPECT_EQ(state.value("phase", ""), "done");
+  EXPECT_GT(state.value("trials_run", 0), 5);
+  // The template was rendered: the placeholder picked the user's files, the flag knob
+  // was appended.
+  const std::string commands = Commands(out);
+  EXPECT_NE(commands.find(Path("tiny-f16.gguf").string()), std::string::npos) << commands;
+  EXPECT_NE(commands.find(Path("tiny-q8_0.gguf").string()), std::string::npos) << commands;
+  EXPECT_NE(commands.find("--threads "), std::string::npos) << commands;
+  // Accuracy came from the OpenAI API's logprobs (there is no llama-perplexity here).
+  const std::string reference = sys::ReadFile(out / "accuracy" / "reference.json").value_or("");
+  EXPECT_NE(reference.find("\"top\""), std::string::npos);
+  bool logprob_checked = false;
+  for (const auto& f : fs::directory_iterator(out / "accuracy")) {
+    if (f.path().extension() != ".json" || f.path().filename() == "reference.json") continue;
+    json a = ReadJson(f.path());
+    const std::string detail = a.value("detail", "");
+    std::printf("accuracy %s: %s\n", a.value("config", "").c_str(), detail.c_str());
+    EXPECT_NE(detail.find("teacher-forced top-8 logprobs"), std::string::npos) << detail;
+    logprob_checked = logprob_checked || detail.find("KL estimate") != std::string::npos;
+  }
+  EXPECT_TRUE(logprob_checked) << "no accuracy check estimated a KL divergence";
+  const std::string report = sys::ReadFile(out / "report.md").value_or("");
+  EXPECT_NE(report.find("command"), std::string::npos);
+  const std::string verdict = state.value("validation_verdict", "");
+  std::printf("command session: best %s, validation %s, close accuracy: %s\n", state["best"].dump().c_str(),
+              verdict.c_str(), state.value("close_accuracy", "").c_str());
+  EXPECT_EQ(verdict, "KEEP") << "the q8_0 file or a thread count should beat the f16 stock on this host";
+  EXPECT_TRUE(state.value("close_accuracy", "").starts_with("pass")) << state.value("close_accuracy", "");
+  // The validated gain is a recipe in the knowledge base.
+  auto list = RunHone({"kb", "list", "--kb", Path("kb.sqlite").string()});
+  EXPECT_NE(list.output.find(" active "), std::string::npos) << list.output;
+}
+
+// One engine's session through its stand-in: `hone run`, killed with SIGKILL once a
+// trial is on disk, then `hone resume` to the close.
+void StandInSessionKilledAndResumed(SessionsTest& t, const std::string& adapter, const std::string& version,
+                                    const std::string& knobs,
+                                    const std::string& launched, const std::map<std::string, std::string>& env,
+                                    const fs::path& dir) {
+  const std::string spec = "name: " + adapter + "-standin\ntarget:\n  adapter: " + adapter + "\n  model: " +
+                           testing::SynthModel("tiny", "q8_0") + R"(
+workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+accuracy: {probes: 2, probe_tokens: 4}
+budget: {wall: 90s, max_cycles: 1}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 2}
+search: {knobs: [)" + knobs + R"(]}
+kb: {enabled: false}
+)";
+  const fs::path file = dir / (adapter + ".yaml");
+  const fs::path run = dir / (adapter + "-run");
+  ASSERT_OK(sys::WriteFileAtomic(file, spec));
+  ASSERT_OK_AND_ASSIGN(auto hone, sys::ChildProcess::Start({.argv = {Hone(), "run", file.string(), "--out", run.string()},
+                                                            .env = env}));
+  auto deadline = std::chrono::steady_clock::now() + 200s;
+  auto trials = [&] { json s = ReadJson(run / "state.json"); return s.is_object() ? s.value("trials_run", 0) : 0; };
+  while (!hone->Poll() && trials() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(50ms);
+  const bool killed = !hone->Poll();
+  if (killed) {
+    ASSERT_EQ(kill(hone->pid(), SIGKILL), 0);
+    ASSERT_OK(hone->WaitFor(10s));
+  }
+  EXPECT_TRUE(killed) << "the session closed before it could be killed: " << LastLines(hone->OutputTail(4000), 20);
+  const int before = trials();
+  auto r = t.RunHone({"resume", run.string()}, env);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
+  const json state = ReadJson(run / "state.json");
+  EXPECT_EQ(state.value("phase", ""), "done") << LastLines(r.output, 40);
+  EXPECT_GE(state.value("trials_run", 0), before);
+  const std::string commands = Commands(run);
+  EXPECT_NE(commands.find(launched), std::string::npos) << commands;
+  // The report names the engine and the version the launcher reported.
+  const std::string report = sys::ReadFile(run / "report.md").value_or("");
+  EXPECT_NE(report.find("Target: " + adapter + " " + version), std::string::npos) << report.substr(0, 2000);
+  // Trials were measured (the stand-in's /metrics lacks the engine's names: tolerated).
+  int valid = 0;
+  for (const auto& d : fs::directory_iterator(run / "trials")) {
+    const json o = ReadJson(d.path() / "outcome.json");  // none for the trial the kill cut short
+    valid += o.is_object() && o.value("valid", false);
+  }
+  EXPECT_GT(valid, 4);
+  // The accuracy reference holds token ids and top-k logprobs (llama-server gives ids).
+  EXPECT_NE(sys::ReadFile(run / "accuracy" / "reference.json").value_or("").find("\"top\":[["), std::string::npos);
+  std::printf("%s stand-in session: %d trials, best %s, validation %s, close accuracy: %s\n", adapter.c_str(),
+              state.value("trials_run", 0), state["best"].dump().c_str(), state.value("validation_verdict", "").c_str(),
+              state.value("close_accuracy", "").c_str());
+}
+
+TEST_F(SessionsTest, AVllmSessionRunsThroughTheStandInAndResumesAfterAKill) {
+  StandInSessionKilledAndResumed(*this, "vllm", "0.12.0", "enable_prefix_caching, async_scheduling", "vllm serve ", StandInEnv(),
+                                 dir_->path());
+}
+
+TEST_F(SessionsTest, AnSglangSessionRunsThroughTheStandInAndResumesAfterAKill) {
+  StandInSessionKilledAndResumed(*this, "sglang", "0.5.4", "enable_mixed_chunk, schedule_policy", "-m sglang.launch_server ",
+                                 StandInEnv(), dir_->path());
+}
+
+// Without the engine installed, the session stops before it starts and says what to
+// install.
+TEST_F(SessionsTest, AMissingEngineSaysWhatToInstall) {
+  ASSERT_OK(sys::WriteFileAtomic(Path("v.yaml"), "name: v\ntarget: {adapter: vllm, model: /m}\n"));
+  auto r = RunHone({"run", Path("v.yaml").string(), "--out", Path("v").string()},
+                   {{"PATH", "/nonexistent"}});
+  EXPECT_NE(r.status.code, 0);
+  EXPECT_NE(r.output.find("pip install vllm"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace hone

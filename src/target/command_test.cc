@@ -1,0 +1,120 @@
+// The "command" adapter: a user's launch template and knob table from the session
+// spec, rendered and validated like a catalog's, and a real process started through
+// it (a shell script standing in for the user's server) classified on failure.
+#include "target/command.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include "core/strings.h"
+#include "spec/session_spec.h"
+#include "sys/files.h"
+#include "target/server.h"
+#include "testing/test_util.h"
+
+namespace hone::target {
+namespace {
+
+spec::TargetSpec Target(const std::string& yaml) {
+  auto s = spec::ParseSessionSpec("name: t\ntarget:\n" + yaml, "t.yaml", {});
+  EXPECT_TRUE(s) << s.error().ToString();
+  return s ? s->target : spec::TargetSpec{};
+}
+
+const char* kTarget = R"(  adapter: command
+  model: /models/tiny-f16.gguf
+  command: [my-server, -m, "/models/tiny-{quant}.gguf", --listen, "{host}:{port}", --name, "{model}"]
+  health_path: /ready
+  version: "2.1"
+  knobs:
+    - {name: quant, type: enum, choices: [f16, q8_0, q4_0], default: f16, accuracy_risk: high, category: precision}
+    - {name: threads, flag: --threads, type: int, min: 1, max: 8, search: [1, 2], default: "2"}
+    - {name: batch, flag: --batch, type: int, min: 1, max: 4096, default: "512", requires: ["quant!=q4_0"]}
+    - {name: fast, flag: --fast, negative_flag: --no-fast, type: bool, default: "off"}
+    - {name: omp, env: OMP_WAIT_POLICY, type: enum, choices: [active, passive], default: passive}
+)";
+
+TEST(CommandAdapterTest, RendersTheTemplateFlagsAndEnvironment) {
+  ASSERT_OK_AND_ASSIGN(auto a, CommandAdapter::Create(Target(kTarget), testing::SourceDir().string()));
+  EXPECT_EQ(a->name(), "command");
+  EXPECT_EQ(a->catalog().framework(), "command");
+  EXPECT_EQ(a->catalog().Find("quant")->accuracy_risk, AccuracyRisk::kHigh);
+  EXPECT_EQ(a->catalog().Find("threads")->category, "command");  // no category given
+  EXPECT_TRUE(a->catalog().ChangesNumerics(Config{{"quant", "q8_0"}}));
+  LaunchContext ctx{.model_path = "/models/tiny-f16.gguf", .port = 8123, .extra_args = {"--log", "x"}};
+  ASSERT_OK_AND_ASSIGN(LaunchSpec stock, a->BuildLaunch(Config{}, ctx));
+  EXPECT_EQ(stock.ShellCommand(),
+            "my-server -m /models/tiny-f16.gguf --listen 127.0.0.1:8123 --name /models/tiny-f16.gguf --log x");
+  EXPECT_EQ(stock.health_path, "/ready");
+  ASSERT_OK_AND_ASSIGN(LaunchSpec tuned,
+                       a->BuildLaunch(Config{{"quant", "q8_0"}, {"threads", "1"}, {"fast", "on"}, {"omp", "active"}},
+                                      ctx));
+  EXPECT_EQ(tuned.ShellCommand(),
+            "OMP_WAIT_POLICY=active my-server -m /models/tiny-q8_0.gguf --listen 127.0.0.1:8123 --name "
+            "/models/tiny-f16.gguf --log x --fast --threads 1");
+  // A patched or stand-in binary replaces the template's program.
+  ctx.server_binary = "/tmp/other-server";
+  ASSERT_OK_AND_ASSIGN(LaunchSpec other, a->BuildLaunch(Config{}, ctx));
+  EXPECT_EQ(other.argv[0], "/tmp/other-server");
+  // The catalog's rules hold for the user's table: values, ranges, requirements.
+  ctx.server_binary.clear();
+  auto bad = a->BuildLaunch(Config{{"quant", "q5_0"}}, ctx);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("quant"), std::string::npos) << bad.error().message;
+  auto conflict = a->BuildLaunch(Config{{"quant", "q4_0"}, {"batch", "64"}}, ctx);
+  ASSERT_FALSE(conflict);
+  EXPECT_NE(conflict.error().message.find("requires quant!=q4_0"), std::string::npos) << conflict.error().message;
+  EXPECT_FALSE(a->BuildLaunch(Config{{"threads", "99"}}, ctx));
+}
+
+TEST(CommandAdapterTest, RefusesTablesItCouldNotRender) {
+  const std::string dir = testing::SourceDir().string();
+  auto expect_error = [&](const std::string& target, const std::string& needle) {
+    auto a = CommandAdapter::Create(Target(target), dir);
+    ASSERT_FALSE(a) << target;
+    EXPECT_NE(a.error().message.find(needle), std::string::npos) << a.error().message;
+  };
+  expect_error("  adapter: command\n  model: m\n  command: [s, '{port}', '{nope}']\n", "{nope} is neither");
+  expect_error("  adapter: command\n  model: m\n  command: [s, '{q}']\n  knobs: [{name: q, type: string}]\n",
+               "needs a default");
+  expect_error("  adapter: command\n  model: m\n  command: [s]\n  knobs: [{name: q, type: int, default: '1'}]\n",
+               "or a {q} in target.command");
+  expect_error("  adapter: command\n  model: m\n  command: [s, '{weights}']\n"
+               "  knobs: [{name: weights, type: enum, choices: [f16], default: f16}]\n",
+               "'weights' is reserved");
+  expect_error("  adapter: command\n  model: m\n  command: [s]\n  knobs: [{name: t, flag: --t, type: int, default: '1', "
+               "accuracy_risk: huge}]\n",
+               "must be none, low, medium or high");
+}
+
+// A real process launched through the template: it answers health on the port it was
+// given, and one that fails the way a server fails is classified from its log.
+TEST(CommandAdapterTest, ARealProcessStartsAndAFailedOneIsClassified) {
+  ASSERT_OK_AND_ASSIGN(auto dir, sys::TempDir::Create("hone-command"));
+  const std::string script = (dir->path() / "serve.sh").string();
+  // python's http.server answers 200 on "/" (a directory listing); the mode knob makes
+  // it fail like a server whose port is taken.
+  ASSERT_OK(sys::WriteFileAtomic(script, R"SH(#!/usr/bin/env bash
+if [ "$1" = busy ]; then echo "error: bind: Address already in use" >&2; exit 1; fi
+cd "$(dirname "$0")" && exec python3 -m http.server --bind 127.0.0.1 "$2"
+)SH"));
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  auto target = Target(R"(  adapter: command
+  model: m
+  command: [)" + script + R"(, "{mode}", "{port}"]
+  health_path: /
+  knobs: [{name: mode, type: enum, choices: [serve, busy], default: serve}]
+)");
+  ASSERT_OK_AND_ASSIGN(auto a, CommandAdapter::Create(target, testing::SourceDir().string()));
+  ServerOptions options{.log_path = (dir->path() / "server.log").string(), .health_timeout = std::chrono::seconds(60)};
+  ASSERT_OK_AND_ASSIGN(auto server, StartServer(*a, Config{}, LaunchContext{.model_path = "m"}, options));
+  EXPECT_TRUE(server->Alive());
+  EXPECT_GT(server->port(), 0);
+  server->Stop();
+  auto busy = StartServer(*a, Config{{"mode", "busy"}}, LaunchContext{.model_path = "m", .port = 1}, options);
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().Get("failure_kind"), "port_in_use") << busy.error().ToString();
+}
+
+}  // namespace
+}  // namespace hone::target
