@@ -210,7 +210,9 @@ Status Coordinator::Finish(CandidateRecord& c, const Decision& d) {
 Status Coordinator::TryPatches() {
   if (!services_.patches) return Ok();
   for (const PatchIdea& idea : services_.patches->Pending(state_)) {
-    if (ledger_.Stopping() || !ledger_.CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
+    // A patch costs a rebuild (priced at the builds so far) before its trials.
+    const double est_build = state_.builds_run > 0 ? state_.build_seconds_total / state_.builds_run : 0.0;
+    if (ledger_.Stopping() || !ledger_.CanAfford(1 + 2 * spec_.measurement.min_pairs, est_build)) break;
     search::Candidate cand{"patch:" + idea.id, idea.title, Config{}, "source patch " + idea.id, 0};
     CandidateRecord& c = ledger_.NewCandidate(CandidatePhase::kFramework, cand, state_.best);
     c.patch = idea.id;
@@ -231,6 +233,10 @@ Status Coordinator::TryPatches() {
     // Interrupted: the candidate stays pending (a resumed Framework closes it).
     if (!measured && measured.error().code == ErrorCode::kCancelled) return measured;
     if (!result && result.error().code == ErrorCode::kCancelled) return Fail(result.error());
+    if (result && result->build_seconds > 0) {
+      ++state_.builds_run;
+      state_.build_seconds_total += result->build_seconds;
+    }
     CandidateRecord* rec = ledger_.FindCandidate(cid);
     Evidence e = evidence.value_or(Evidence{});
     if (!measured) {

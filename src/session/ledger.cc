@@ -77,15 +77,16 @@ Result<measure::AccuracyOutcome> Ledger::RunAccuracy(const Config& config, const
   return a;
 }
 
-bool Ledger::CanAfford(int trials) const {
+bool Ledger::CanAfford(int trials, double extra_s) const {
   if (state_.phase == Phase::kClose) {
     // The close's own re-validation: only the report's margin is left to keep. Its
     // trials are priced at the longest valid trial so far, not the mean: the budget
     // is hard, and one slow pair in the close must not run past it.
-    return !sys::InterruptRequested() && Left() >= trials * std::max(EstTrial(), state_.longest_trial_s) + 5.0;
+    return !sys::InterruptRequested() &&
+           Left() - extra_s >= trials * std::max(EstTrial(), state_.longest_trial_s) + 5.0;
   }
   if (spec_.budget.max_trials > 0 && state_.trials_run + trials > spec_.budget.max_trials) return false;
-  return Left() - CloseReserve() >= trials * EstTrial() * 1.15;
+  return Left() - CloseReserve() - extra_s * 1.15 >= trials * EstTrial() * 1.15;
 }
 
 bool Ledger::Stopping() const {

@@ -43,7 +43,9 @@ class Ledger final : public TrialRunner {
   // The one budget rule. Before the close: the trial limit, and time for `trials`
   // more trials plus the close's reserve (its re-validation and the report). In the
   // close: time for them and the report's margin; an interrupt stops it.
-  bool CanAfford(int trials) const override;
+  bool CanAfford(int trials) const override { return CanAfford(trials, 0); }
+  // The rule with `extra_s` more seconds of other work first (a rebuild).
+  bool CanAfford(int trials, double extra_s) const;
   // The same rule for one accuracy check (the gate's probes and its KL divergence run),
   // whose cost is estimated from the checks run so far.
   bool CanAffordAccuracy() const;

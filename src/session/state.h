@@ -167,6 +167,8 @@ struct SessionState {
   int trials_run = 0;
   double trial_seconds_total = 0;
   double longest_trial_s = 0;         // the longest valid trial: the close's per-trial estimate
+  int builds_run = 0;                 // patched-tree builds (the patch lane's rebuilds)
+  double build_seconds_total = 0;     // their time: the budget's estimate of the next
   int accuracy_checks_run = 0;        // accuracy gate runs (probes, and KL via llama-perplexity)
   double accuracy_seconds_total = 0;  // their session-clock time: the budget's estimate of the next
   // Set by LoadState when state.json was damaged and the previous save replaced it

@@ -275,6 +275,8 @@ std::string StateToJson(const SessionState& s) {
             {"trials_run", s.trials_run},
             {"trial_seconds_total", s.trial_seconds_total},
             {"longest_trial_s", s.longest_trial_s},
+            {"builds_run", s.builds_run},
+            {"build_seconds_total", s.build_seconds_total},
             {"accuracy_checks_run", s.accuracy_checks_run},
             {"accuracy_seconds_total", s.accuracy_seconds_total}};
   return j.dump(2) + "\n";
@@ -368,6 +370,8 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.trials_run = j.value("trials_run", 0);
     s.trial_seconds_total = j.value("trial_seconds_total", 0.0);
     s.longest_trial_s = j.value("longest_trial_s", 0.0);
+    s.builds_run = j.value("builds_run", 0);
+    s.build_seconds_total = j.value("build_seconds_total", 0.0);
     s.accuracy_checks_run = j.value("accuracy_checks_run", 0);
     s.accuracy_seconds_total = j.value("accuracy_seconds_total", 0.0);
     return s;
