@@ -291,31 +291,33 @@ TEST_F(CoordinatorTest, BudgetIsHard) {
 }
 
 // Issue 18: accuracy runs (the gate's probes and perplexity) count against the wall
-// budget like trials: slow ones (4.5 trials each) before every risky candidate's pairs,
-// after its KEEP and at the close never take the session more than 2% past it.
+// budget like trials. Here each takes 4.5 trials: the kept risky change is checked
+// before its pairs and the close checks the best again after its re-validation: the
+// session ends inside the budget and every check is counted.
 TEST_F(CoordinatorTest, SlowAccuracyChecksStayInsideTheBudget) {
   exec_.accuracy_cost_s = 45;
-  exec_.factors = {{"weights=q2", 1.2}};
-  std::vector<std::string> ideas;
-  for (int i = 0; i < 40; ++i) ideas.push_back("weights=q" + std::to_string(i));
+  exec_.factors = {{"weights=q0", 1.3}};
+  std::vector<std::string> ideas = {"weights=q0"};
+  for (int i = 0; i < 40; ++i) ideas.push_back("k" + std::to_string(i) + "=v");
   ListProposer p(ideas);
   int64_t start = clock_.WallMicros();
-  SessionState s = Run(Spec(600), &p);
+  SessionState s = Run(Spec(300), &p);
   double used = static_cast<double>(clock_.WallMicros() - start) * 1e-6;
-  EXPECT_LE(used, 600 * 1.02) << "used " << used << " s of a 600 s budget";
-  EXPECT_GT(exec_.accuracy_checks, 1);
+  EXPECT_LE(used, 300 * 1.02) << "used " << used << " s of a 300 s budget";
+  EXPECT_EQ(s.best.ToString(), "weights=q0");
+  EXPECT_GE(exec_.accuracy_checks, 1);
   EXPECT_EQ(s.accuracy_checks_run, exec_.accuracy_checks);
   EXPECT_EQ(s.stop_reason, "budget");
   EXPECT_EQ(s.phase, session::Phase::kDone);
   EXPECT_EQ(closer_.calls, 1);
 }
 
-// A close whose re-validation trials are four times slower than every trial before
+// A close whose re-validation trials are three times slower than every trial before
 // (a loaded machine at the end): priced at the longest trial, its pairs stop before
-// the deadline instead of running past it.
+// the deadline; priced at the mean (the rule before issue 18), its second pair ran the
+// session to 620 s of a 600 s budget.
 TEST_F(CoordinatorTest, ACloseThatWouldOverrunIsCutAtTheBudget) {
-  exec_.accuracy_cost_s = 20;
-  exec_.cost_s = [](const measure::TrialRequest& r) { return r.role == measure::TrialRole::kValidate ? 40.0 : 10.0; };
+  exec_.cost_s = [](const measure::TrialRequest& r) { return r.role == measure::TrialRole::kValidate ? 30.0 : 10.0; };
   exec_.factors = {{"speed=fast", 1.2}};
   std::vector<std::string> ideas = {"speed=fast"};
   for (int i = 0; i < 40; ++i) ideas.push_back("k" + std::to_string(i) + "=v");
