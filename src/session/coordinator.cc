@@ -208,7 +208,7 @@ void Coordinator::JudgeSloFeasibility() {
   for (const CandidateRecord& c : state_.candidates) found |= c.verdict == Verdict::kKeep && c.slo_excess == 0;
   if (state_.best_slo_excess > 0 || state_.BestIsStock()) found = false;
   if (found) return;
-  std::string closest = "stock " + state_.stock.ToString();
+  std::string closest = state_.stock.empty() ? "stock" : "stock " + state_.stock.ToString();
   std::string closest_slo = state_.stock_slo;
   double excess = state_.stock_slo_excess;
   for (const CandidateRecord& c : state_.candidates) {
