@@ -171,6 +171,7 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
   r.e2el = Summarize(e2el);
   r.client_queue = Summarize(queue);
   r.e2e_norm = Summarize(e2e_norm);
+  r.samples = {ttft, tpot, itl, e2el};
   if (r.isl_error) {
     r.isl_error->mean_abs /= r.isl_error->n;
     r.isl_error->mean_signed /= r.isl_error->n;
@@ -221,12 +222,58 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
   return r;
 }
 
+BenchResult PoolResults(const std::vector<const BenchResult*>& results) {
+  BenchResult p;
+  if (results.empty()) return p;
+  p.context = results.front()->context;
+  double good = 0;
+  bool any_goodput = false;
+  for (const BenchResult* r : results) {
+    p.total += r->total;
+    p.successful += r->successful;
+    p.failed += r->failed;
+    p.cut += r->cut;
+    p.duration_s += r->duration_s;
+    p.total_input_tokens += r->total_input_tokens;
+    p.total_output_tokens += r->total_output_tokens;
+    if (r->goodput_rps >= 0) {
+      any_goodput = true;
+      good += r->goodput_rps * r->duration_s;
+    }
+    for (auto [to, from] : {std::pair{&p.samples.ttft, &r->samples.ttft},
+                            {&p.samples.tpot, &r->samples.tpot},
+                            {&p.samples.itl, &r->samples.itl},
+                            {&p.samples.e2el, &r->samples.e2el}}) {
+      to->insert(to->end(), from->begin(), from->end());
+    }
+  }
+  if (p.duration_s > 0) {
+    p.input_tps = static_cast<double>(p.total_input_tokens) / p.duration_s;
+    p.output_tps = static_cast<double>(p.total_output_tokens) / p.duration_s;
+    p.total_tps = p.input_tps + p.output_tps;
+    p.request_rps = static_cast<double>(p.successful) / p.duration_s;
+    if (any_goodput) p.goodput_rps = good / p.duration_s;
+  }
+  const int gpus = std::max(1, p.context.num_gpus);
+  p.per_gpu_input_tps = p.input_tps / gpus;
+  p.per_gpu_output_tps = p.output_tps / gpus;
+  p.per_gpu_total_tps = p.total_tps / gpus;
+  p.ttft = Summarize(p.samples.ttft);
+  p.tpot = Summarize(p.samples.tpot);
+  p.itl = Summarize(p.samples.itl);
+  p.e2el = Summarize(p.samples.e2el);
+  p.intvty = InversePercentiles(p.samples.tpot);
+  return p;
+}
+
 std::vector<std::string> MetricNames() {
-  return {"total_tps",      "total_tps_per_gpu", "output_tps",     "output_tps_per_gpu", "input_tps",
-          "request_rps",    "goodput_rps",       "p50_intvty",     "p90_intvty",         "p90_e2e_norm_intvty",
-          "mean_ttft_ms",   "p50_ttft_ms",       "p90_ttft_ms",    "p99_ttft_ms",        "mean_tpot_ms",
-          "p50_tpot_ms",    "p90_tpot_ms",       "p99_tpot_ms",    "p50_itl_ms",         "p99_itl_ms",
-          "p50_e2el_ms",    "p90_e2el_ms",       "p99_e2el_ms"};
+  std::vector<std::string> names = {"total_tps",  "total_tps_per_gpu", "output_tps",         "output_tps_per_gpu",
+                                    "input_tps",  "request_rps",       "goodput_rps",        "p50_intvty",
+                                    "p90_intvty", "p95_intvty",        "p99_intvty",         "p90_e2e_norm_intvty"};
+  for (const char* lat : {"ttft", "tpot", "itl", "e2el"}) {
+    for (const char* stat : {"mean", "p50", "p90", "p95", "p99"}) names.push_back(std::string(stat) + "_" + lat + "_ms");
+  }
+  return names;
 }
 
 std::optional<double> Metric(const BenchResult& r, const std::string& name) {
@@ -243,6 +290,8 @@ std::optional<double> Metric(const BenchResult& r, const std::string& name) {
   };
   if (name == "p50_intvty") return inv(r.intvty, "p50");
   if (name == "p90_intvty") return inv(r.intvty, "p90");
+  if (name == "p95_intvty") return inv(r.intvty, "p95");
+  if (name == "p99_intvty") return inv(r.intvty, "p99");
   if (name == "p90_e2e_norm_intvty") return inv(r.e2e_norm_intvty, "p90");
   struct Lat {
     const char* prefix;
@@ -254,6 +303,7 @@ std::optional<double> Metric(const BenchResult& r, const std::string& name) {
     if (name == "mean_" + p + "_ms") return l.s->mean * 1e3;
     if (name == "p50_" + p + "_ms") return l.s->p50 * 1e3;
     if (name == "p90_" + p + "_ms") return l.s->p90 * 1e3;
+    if (name == "p95_" + p + "_ms") return l.s->p95 * 1e3;
     if (name == "p99_" + p + "_ms") return l.s->p99 * 1e3;
   }
   return std::nullopt;

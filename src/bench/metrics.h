@@ -58,6 +58,14 @@ struct RunContext {  // echoed into the result
   double max_error_rate = 0.10;
 };
 
+// The per-request latencies behind a result's summaries (seconds; successful
+// profiling requests only): what a check pooled over several trials needs
+// (PoolResults). ttft and e2el have one entry per request, tpot one per request with
+// OSL >= 2, itl one per gap between content chunks.
+struct LatencySamples {
+  std::vector<double> ttft, tpot, itl, e2el;
+};
+
 struct BenchResult {
   RunContext context;
   bool valid = true;
@@ -80,6 +88,7 @@ struct BenchResult {
   Summary qps;  // completions per 1 s window
   // Latency (seconds)
   Summary ttft, tpot, itl, e2el, client_queue, e2e_norm;
+  LatencySamples samples;
   // Interactivity (tokens/s/user)
   std::map<std::string, double> intvty;           // "p50" -> 1/p50(TPOT) ...
   std::map<std::string, double> e2e_norm_intvty;  // "p90" -> 1/p90(E2EL/OSL) ...
@@ -103,6 +112,14 @@ struct BenchResult {
 
 BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const SloSpec& slo,
                           const net::ServingMetricNames& names);
+
+// One result over the requests of several: the latency summaries and interactivity
+// recomputed from the pooled per-request samples, successful requests, tokens and
+// windows summed, throughputs and goodput = sums / summed window (so goodput is the
+// requests meeting every per-request SLO over all windows, per second). Context is
+// the first's. Results without samples (read back from an older result.json) add
+// their counts but no latencies.
+BenchResult PoolResults(const std::vector<const BenchResult*>& results);
 
 // Named objective values of a result ("total_tps_per_gpu", "output_tps",
 // "p90_intvty", "p99_ttft_ms" ...); nullopt for an unknown name.

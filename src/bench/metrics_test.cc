@@ -84,6 +84,29 @@ TEST(MetricsTest, ExactValuesOnAHandBuiltRun) {
   EXPECT_FALSE(Metric(r, "nonsense"));
 }
 
+TEST(MetricsTest, GoodputCountsRequestsMeetingEveryPerRequestSlo) {
+  // TTFT [.1 .2 .1], TPOT [.1 .1 .4]: request 1 meets both, 2 misses TTFT, 3 misses TPOT.
+  BenchResult r = ComputeResult(Sample(), RunContext{}, SloSpec{.ttft_ms = 150, .tpot_ms = 200}, {});
+  EXPECT_NEAR(r.goodput_rps, 1 / 0.61, 1e-9);
+  EXPECT_NEAR(*Metric(r, "goodput_rps"), 1 / 0.61, 1e-9);
+  BenchResult none = ComputeResult(Sample(), RunContext{}, {}, {});
+  EXPECT_FALSE(Metric(none, "goodput_rps"));  // no per-request SLO: no goodput
+}
+
+TEST(MetricsTest, PoolResultsRecomputesPercentilesOverAllRequests) {
+  BenchResult a = ComputeResult(Sample(), RunContext{}, SloSpec{.ttft_ms = 150}, {});
+  BenchResult b = a;
+  // One trial's ITL [.1 x5, .4]: p90 = .25 s; two pooled, [.1 x10, .4 x2]: p90 = .37 s.
+  EXPECT_NEAR(*Metric(a, "p90_itl_ms"), 250, 1e-9);
+  BenchResult p = PoolResults({&a, &b});
+  EXPECT_EQ(p.successful, 6);
+  EXPECT_EQ(p.itl.n, 12u);
+  EXPECT_NEAR(*Metric(p, "p90_itl_ms"), 370, 1e-9);
+  EXPECT_NEAR(*Metric(p, "p95_tpot_ms"), Percentile(std::vector<double>{100, 100, 400, 100, 100, 400}, 95), 1e-9);
+  EXPECT_NEAR(p.goodput_rps, 4 / 1.22, 1e-9);  // 2 good requests per trial over two 0.61 s windows
+  EXPECT_NEAR(p.request_rps, 6 / 1.22, 1e-9);
+}
+
 TEST(MetricsTest, AgenticWindowAndTheoreticalHits) {
   RunOutput run = Sample();
   run.records.pop_back();  // drop the error

@@ -156,6 +156,8 @@ std::string ResultToJson(const BenchResult& r) {
   j["latency_s"] = {{"ttft", SummaryJson(r.ttft)}, {"tpot", SummaryJson(r.tpot)}, {"itl", SummaryJson(r.itl)},
                     {"e2el", SummaryJson(r.e2el)}, {"client_queue", SummaryJson(r.client_queue)},
                     {"e2e_norm", SummaryJson(r.e2e_norm)}};
+  // The per-request latencies, for checks pooled over trials (bench::PoolResults).
+  j["samples_s"] = {{"ttft", r.samples.ttft}, {"tpot", r.samples.tpot}, {"itl", r.samples.itl}, {"e2el", r.samples.e2el}};
   j["qps"] = SummaryJson(r.qps);
   j["interactivity"] = {{"intvty", IntvtyJson(r.intvty)}, {"e2e_norm_intvty", IntvtyJson(r.e2e_norm_intvty)}};
   j["tokens"] = {{"isl", SummaryJson(r.isl_dist)}, {"osl_actual", SummaryJson(r.osl_dist)},
@@ -238,6 +240,13 @@ Result<BenchResult> ResultFromJson(const std::string& text) {
     r.e2el = SummaryFrom(lat["e2el"]);
     r.client_queue = SummaryFrom(lat["client_queue"]);
     r.e2e_norm = SummaryFrom(lat["e2e_norm"]);
+    if (j.contains("samples_s")) {
+      const json& smp = j["samples_s"];
+      r.samples.ttft = smp.value("ttft", std::vector<double>{});
+      r.samples.tpot = smp.value("tpot", std::vector<double>{});
+      r.samples.itl = smp.value("itl", std::vector<double>{});
+      r.samples.e2el = smp.value("e2el", std::vector<double>{});
+    }
     r.qps = SummaryFrom(j["qps"]);
     for (auto& [k, v] : j["interactivity"]["intvty"].items()) r.intvty[k] = v.get<double>();
     for (auto& [k, v] : j["interactivity"]["e2e_norm_intvty"].items()) r.e2e_norm_intvty[k] = v.get<double>();

@@ -32,6 +32,12 @@ void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec,
                 s.validated_hi, s.validation_verdict ? std::string(VerdictName(*s.validation_verdict)).c_str() : "", s.validated_stock_objective, s.validated_best_objective);
   }
   if (!s.close_accuracy.empty()) std::printf("  accuracy  %s\n", s.close_accuracy.c_str());
+  if (!s.slo_infeasible.empty()) {
+    std::printf("  SLO       INFEASIBLE: %s\n", s.slo_infeasible.c_str());
+  } else if (!s.stock_slo.empty()) {
+    std::printf("  SLO       stock: %s%s%s\n", s.stock_slo.c_str(), s.best_slo.empty() ? "" : "; best: ",
+                s.best_slo.c_str());
+  }
   if (!s.kb_result.empty()) std::printf("  kb        %s\n", s.kb_result.c_str());
   std::printf("  report    %s\n", (fs::path(s.run_dir) / "report.md").string().c_str());
   std::printf("  %d trials in %s\n", s.trials_run,

@@ -1,4 +1,4 @@
-// `hone search record|merge|compare`: the search comparison harness.
+// `hone search record|merge|compare|noise`: the search comparison harness.
 //   record   measures a response surface: every combination of the given knob values,
 //            one real trial each (the session's trial executor: fresh server, warm-up,
 //            benchmark) per pass, each pass in a new shuffled order (--repeats), then
@@ -11,6 +11,9 @@
 //   compare  runs hone's planner, random search, grid search and TPE on recorded
 //            surfaces at matched budgets over many seeds, every candidate judged by the
 //            session's protocol on the recorded noise (lab/compare.h).
+//   noise    the false-keep rate (a candidate identical to its incumbent) and the
+//            power (a known small true gain) of the session's decision protocol, on
+//            the recorded noise of real repeated trials (lab/false_keeps.h, bench/noise/).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +23,7 @@
 #include "core/rng.h"
 #include "core/strings.h"
 #include "lab/compare.h"
+#include "lab/false_keeps.h"
 #include "search/heuristics.h"
 #include "search/surface.h"
 #include "sys/files.h"
@@ -60,6 +64,9 @@ struct SearchOpts {
   std::string out_dir;
   std::string framework = "llama.cpp";
   std::string version = "0.4.0";
+  // noise
+  int decisions = 400;
+  std::vector<double> effects;  // true gains for the power (default 0.03, 0.10)
   // both
   std::string out;
   uint64_t seed = 1;
@@ -392,6 +399,51 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
   return 0;
 }
 
+int RunNoise(const SearchOpts& o) {
+  std::vector<double> effects = o.effects.empty() ? std::vector<double>{0.03, 0.10} : o.effects;
+  std::string all;
+  auto print = [&](const std::string& line) {
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+    all += line;
+  };
+  for (const std::string& path : o.surfaces) {
+    auto surface = search::ResponseSurface::Load(path);
+    if (!surface) return ReportError(surface.error());
+    const std::vector<double> residuals = lab::RecordedResiduals(*surface);
+    if (residuals.empty()) return ReportError(InvalidArgument(path + ": no point was measured twice").error());
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%s: recorded noise of real trials, %zu residuals from %d repeated points (relative spread %.1f%%, "
+                  "hardware %s); each decision: A/A prelude, screen, sequential pairs, Decide (session defaults)\n",
+                  path.c_str(), residuals.size(), surface->repeated(), surface->RelativeNoise() * 100,
+                  surface->info().count("hardware") ? surface->info().at("hardware").c_str() : "?");
+    print(buf);
+    std::vector<double> all_effects = {0.0};
+    all_effects.insert(all_effects.end(), effects.begin(), effects.end());
+    for (double effect : all_effects) {
+      lab::FalseKeepOptions fo;
+      fo.effect = effect;
+      fo.decisions = o.decisions;
+      fo.seed = o.seed;
+      const lab::FalseKeepResult r = lab::MeasureKeeps(residuals, fo);
+      char label[64];
+      std::snprintf(label, sizeof label, "true gain %+.0f%% (power)", effect * 100);
+      std::snprintf(buf, sizeof buf,
+                    "  %-22s KEEP %4d / %d = %5.1f%% [95%% CI %.1f%%, %.1f%%]  (screened out %d, revert %d, "
+                    "inconclusive %d; %.1f pairs per comparison; noise floor %.1f%%)\n",
+                    effect == 0 ? "A/A (false keeps)" : label,
+                    r.keeps, r.decisions, r.rate * 100, r.lo * 100, r.hi * 100, r.screened_out, r.reverts,
+                    r.inconclusive, r.mean_pairs, r.mean_noise_floor * 100);
+      print(buf);
+    }
+  }
+  if (!o.out.empty()) {
+    if (auto s = sys::WriteFileAtomic(o.out, all); !s) return ReportError(s.error());
+  }
+  return 0;
+}
+
 }  // namespace
 
 Action RegisterSearch(CLI::App& app, const Context& ctx) {
@@ -430,8 +482,16 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   compare->add_option("--seed", o->seed, "Base seed");
   compare->add_option("--out", o->out, "Also write everything printed here");
   compare->add_option("--out-dir", o->out_dir, "Also write compare-<surface>.txt per surface (and a summary) here");
+  auto* noise = cmd->add_subcommand(
+      "noise", "False-keep rate and power of the session's decision protocol on recorded trial noise (A/A)");
+  noise->add_option("--surface", o->surfaces, "Surface file with repeated points (repeat for several)")->required();
+  noise->add_option("--decisions", o->decisions, "Independent decisions per effect (default 400)");
+  noise->add_option("--effect", o->effects, "True relative gain for the power (repeat; default 0.03 and 0.10)");
+  noise->add_option("--seed", o->seed, "Base seed");
+  noise->add_option("--out", o->out, "Also write everything printed here");
   return [=, &ctx]() -> int {
     if (record->parsed()) return RunRecord(*o, ctx);
+    if (noise->parsed()) return RunNoise(*o);
     if (compare->parsed()) return RunCompare(*o, ctx);
     if (merge->parsed()) return RunMerge(*o);
     return 2;

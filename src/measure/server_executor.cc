@@ -244,7 +244,9 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   (*server)->Stop();
   if (!out) return Fail(out.error());
   if (out->interrupted) return Cancelled("interrupted during a trial");
-  o.result = bench::ComputeResult(*out, ctx, {}, s_.profile.metrics);
+  o.result = bench::ComputeResult(
+      *out, ctx, {spec.objective.good_ttft_ms, spec.objective.good_tpot_ms, spec.objective.good_e2el_ms},
+      s_.profile.metrics);
   o.faults = FaultsOf(o.result);
   if (!died.empty()) o.faults.push_back(died);
   HONE_TRY(bench::WriteResultJson((fs::path(o.dir) / "result.json").string(), o.result));

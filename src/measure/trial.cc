@@ -2,11 +2,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <stdexcept>
 
 #include "bench/result_io.h"
+#include "core/strings.h"
 #include "sys/files.h"
 
 namespace hone::measure {
@@ -74,6 +77,35 @@ ObjectiveCheck EvaluateObjective(const bench::BenchResult& r, const spec::Object
     }
   }
   return c;
+}
+
+PooledSlo CheckPooledSlo(const std::vector<const bench::BenchResult*>& results, const spec::ObjectiveSpec& objective) {
+  PooledSlo p;
+  p.trials = static_cast<int>(results.size());
+  const bench::BenchResult pooled = bench::PoolResults(results);
+  p.requests = pooled.successful;
+  spec::ObjectiveSpec constraints;
+  constraints.slos = objective.slos;
+  const ObjectiveCheck c = EvaluateObjective(pooled, constraints);
+  p.ok = c.slo_ok && !results.empty();
+  p.violations = c.violations;
+  if (results.empty()) p.violations.push_back("no trial measured");
+  for (const auto& slo : objective.slos) {
+    auto v = bench::Metric(pooled, slo.metric);
+    double miss = 1e9;
+    if (v && slo.value != 0) miss = std::max(0.0, (slo.at_least ? slo.value - *v : *v - slo.value) / std::fabs(slo.value));
+    if (v && slo.value == 0) miss = (slo.at_least ? *v >= 0 : *v <= 0) ? 0 : 1e9;
+    p.excess = std::max(p.excess, miss);
+  }
+  if (results.empty()) p.excess = 1e9;
+  return p;
+}
+
+std::string PooledSlo::Describe() const {
+  const std::string pooled =
+      " (pooled over " + std::to_string(requests) + " requests of " + std::to_string(trials) + " trials)";
+  if (ok) return "meets the SLO" + pooled;
+  return Join(violations, "; ") + pooled;
 }
 
 std::vector<std::string> FaultsOf(const bench::BenchResult& r) {

@@ -121,6 +121,22 @@ struct ObjectiveCheck {
 };
 ObjectiveCheck EvaluateObjective(const bench::BenchResult& r, const spec::ObjectiveSpec& objective);
 
+// The objective's SLOs judged on the requests pooled over several trials of one
+// configuration (bench::PoolResults): what every KEEP, the stock, the close and the
+// sweep are held to. `excess` is the largest relative miss (0 when every SLO is met;
+// 1e9 when a metric is unavailable), to name the closest configuration when none
+// meets the SLOs.
+struct PooledSlo {
+  bool ok = true;
+  int trials = 0;
+  int requests = 0;  // successful requests pooled
+  std::vector<std::string> violations;
+  double excess = 0;
+  // "meets p90_itl_ms <= 50 (pooled over 48 requests of 3 trials)" / "p90_itl_ms = 61 violates ..."
+  std::string Describe() const;
+};
+PooledSlo CheckPooledSlo(const std::vector<const bench::BenchResult*>& results, const spec::ObjectiveSpec& objective);
+
 // The transport and server faults in a benchmark result, one entry per error
 // category that is not the configuration's doing ("connection_reset x2"): refused
 // or reset connections, stalls, timeouts, truncated or malformed streams, 429 and

@@ -180,6 +180,30 @@ std::string RenderMarkdown(const ReportInput& in) {
     if (!s.stock_note.empty()) line("Stock configuration: " + Md(s.stock_note) + ".");
     if (!s.close_accuracy.empty()) line("Accuracy of the best configuration: " + Md(s.close_accuracy) + ".");
   }
+  if (!spec.objective.slos.empty()) {
+    line("");
+    line("## SLO");
+    line("");
+    if (!s.slo_infeasible.empty()) {
+      line("**SLO INFEASIBLE**: " + Md(s.slo_infeasible) + ".");
+      line("");
+    }
+    line("Each configuration is judged on the requests pooled over all its trials in a comparison.");
+    line("");
+    line("| configuration | SLO status |");
+    line("|---|---|");
+    if (!s.stock_slo.empty()) line("| stock | " + Md(s.stock_slo) + " |");
+    if (!s.best_slo.empty()) line("| best, at close | " + Md(s.best_slo) + " |");
+    for (const auto& c : s.candidates) {
+      if (!c.slo.empty()) line("| " + Md(c.id) + " " + Md(c.delta.ToString()) + " | " + Md(c.slo) + " |");
+    }
+    for (const auto& p : s.sweep) {
+      const std::string at = "c" + std::to_string(p.concurrency) + " isl" + std::to_string(p.isl) + " osl" +
+                             std::to_string(p.osl);
+      if (!p.stock_slo.empty()) line("| stock at " + at + " | " + Md(p.stock_slo) + " |");
+      if (!p.best_slo.empty()) line("| best at " + at + " | " + Md(p.best_slo) + " |");
+    }
+  }
   line("");
   line("## Stages");
   line("");
@@ -616,7 +640,7 @@ std::string RenderSummaryJson(const ReportInput& in) {
     cands.push_back({{"id", c.id}, {"phase", session::CandidatePhaseName(c.phase)}, {"cycle", c.cycle}, {"delta", cfg(c.delta)},
                      {"verdict", V(c.verdict)}, {"gain", c.gain}, {"ci", {c.ci_lo, c.ci_hi}}, {"pairs", c.pairs},
                      {"accuracy", c.accuracy}, {"flagged", Flagged(c)}, {"trials", c.candidate_trials},
-                     {"reason", c.reason}});
+                     {"slo", c.slo}, {"reason", c.reason}});
   }
   json j = {{"schema", "hone-summary/1"},
             {"session_id", s.session_id},
@@ -632,6 +656,12 @@ std::string RenderSummaryJson(const ReportInput& in) {
                                      {"stock_value", s.validated_stock_objective}, {"trials", s.validation_trials},
                                      {"accuracy", s.close_accuracy}}
                               : json(nullptr)},
+            {"slo", in.spec->objective.slos.empty()
+                        ? json(nullptr)
+                        : json{{"feasible", s.slo_infeasible.empty()},
+                               {"infeasible", s.slo_infeasible},
+                               {"stock", s.stock_slo},
+                               {"best", s.best_slo}}},
             {"stages", stages},
             {"candidates", cands},
             {"trials_run", s.trials_run},

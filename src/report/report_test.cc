@@ -92,6 +92,27 @@ TEST_F(ReportTest, HtmlIsSelfContainedWithPlots) {
   EXPECT_NE(html.find("<table>"), std::string::npos);
 }
 
+// An infeasible SLO is said loudly, never as a silent "no gain": report.md (and so
+// report.html) and summary.json name it with the closest configuration.
+TEST_F(ReportTest, AnInfeasibleSloIsSaidInTheReportAndSummary) {
+  spec_.objective.slos = {{"p90_itl_ms", false, 50}};
+  state_.stock_slo = "p90_itl_ms = 60 violates p90_itl_ms <= 50 (pooled over 64 requests of 4 trials)";
+  state_.slo_infeasible = "the SLO (p90_itl_ms <= 50) is infeasible here: ...; closest: stock";
+  std::string md = RenderMarkdown(in_);
+  EXPECT_NE(md.find("## SLO"), std::string::npos);
+  EXPECT_NE(md.find("**SLO INFEASIBLE**"), std::string::npos);
+  EXPECT_NE(md.find("| stock | p90_itl_ms = 60 violates p90_itl_ms <= 50 (pooled over 64 requests of 4 trials) |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(RenderHtml(in_).find("SLO INFEASIBLE"), std::string::npos);
+  auto j = nlohmann::json::parse(RenderSummaryJson(in_));
+  EXPECT_EQ(j["slo"]["feasible"], false);
+  EXPECT_EQ(j["slo"]["infeasible"], state_.slo_infeasible);
+  spec_.objective.slos.clear();
+  EXPECT_TRUE(nlohmann::json::parse(RenderSummaryJson(in_))["slo"].is_null());  // no SLO: no section
+  EXPECT_EQ(RenderMarkdown(in_).find("## SLO"), std::string::npos);
+}
+
 TEST_F(ReportTest, SummaryJsonAndFiles) {
   ASSERT_OK(WriteReports(in_, dir_->path().string()));
   auto text = sys::ReadFile(dir_->path() / "summary.json");

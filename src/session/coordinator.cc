@@ -173,7 +173,14 @@ Status Coordinator::Sweep() {
         rec.stock_intvty = a_intvty / n;
         rec.best_intvty = b_intvty / n;
         rec.verdict = r.judged->verdict;
-        rec.best_config = r.judged->verdict == Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
+        if (ledger_.HasSlo()) {  // each arm over its pooled requests at this point
+          const measure::PooledSlo stock_slo = ledger_.SloOf(rec.stock_trials);
+          const measure::PooledSlo best_slo = ledger_.SloOf(rec.best_trials);
+          rec.stock_slo = stock_slo.Describe();
+          rec.best_slo = best_slo.Describe();
+          if (rec.verdict == Verdict::kKeep && !best_slo.ok) rec.verdict = Verdict::kRevert;  // no KEEP off the SLO
+        }
+        rec.best_config = rec.verdict == Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();
         break;
       }
       case ComparisonEnd::kBudget: rec.verdict = Verdict::kSkippedBudget; break;
@@ -191,6 +198,36 @@ Status Coordinator::Sweep() {
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
   ledger_.EndPhase(PhaseStatus::kDone, std::to_string(state_.sweep.size()) + " operating points");
   return Ok();
+}
+
+void Coordinator::JudgeSloFeasibility() {
+  if (!ledger_.HasSlo() || state_.stock_slo_excess <= 0) return;  // no SLO, unchecked, or the stock meets it
+  // A configuration other than the stock that met the SLO on its own pooled requests,
+  // kept, and not found violating at close.
+  bool found = false;
+  for (const CandidateRecord& c : state_.candidates) found |= c.verdict == Verdict::kKeep && c.slo_excess == 0;
+  if (state_.best_slo_excess > 0 || state_.BestIsStock()) found = false;
+  if (found) return;
+  std::string closest = state_.stock.empty() ? "stock" : "stock " + state_.stock.ToString();
+  std::string closest_slo = state_.stock_slo;
+  double excess = state_.stock_slo_excess;
+  for (const CandidateRecord& c : state_.candidates) {
+    if (c.slo_excess >= 0 && c.slo_excess < excess) {
+      excess = c.slo_excess;
+      closest = c.id + " " + c.config.ToString();
+      closest_slo = c.slo;
+    }
+  }
+  if (state_.best_slo_excess >= 0 && state_.best_slo_excess < excess) {
+    closest = "best " + state_.best.ToString();
+    closest_slo = state_.best_slo;
+  }
+  std::string slos;
+  for (const auto& s : spec_.objective.slos) slos += (slos.empty() ? "" : ", ") + s.ToString();
+  state_.slo_infeasible = "the SLO (" + slos + ") is infeasible here: the stock violates it (" + state_.stock_slo +
+                          ") and no configuration measured meets it; closest: " + closest + " (" + closest_slo + ")";
+  ledger_.Event("slo_infeasible", {{"slo", slos}, {"closest", closest}, {"detail", closest_slo}});
+  ledger_.Progress("SLO INFEASIBLE: " + state_.slo_infeasible);
 }
 
 Status Coordinator::CloseSession() {
@@ -233,6 +270,20 @@ Status Coordinator::CloseSession() {
       state_.validated_stock_objective = Mean(log.a());
       state_.validated_best_objective = Mean(log.b());
       state_.validation_verdict = r.verdict;
+      if (ledger_.HasSlo()) {  // the best, over its pooled validation requests
+        const measure::PooledSlo slo = ledger_.SloOf(b_trials);
+        state_.best_slo = slo.Describe();
+        state_.best_slo_excess = slo.excess;
+        ledger_.Event("slo", {{"config", "best (close)"},
+                              {"ok", slo.ok ? "true" : "false"},
+                              {"requests", std::to_string(slo.requests)},
+                              {"trials", std::to_string(slo.trials)},
+                              {"detail", state_.best_slo}});
+        if (!slo.ok && r.verdict == Verdict::kKeep) {
+          state_.validation_verdict = Verdict::kRevert;
+          ledger_.Progress("close validation: the best violates the SLO: " + state_.best_slo);
+        }
+      }
       ledger_.Progress("validated end to end: " + Fmt("%+.1f%%", r.gain * 100) + " [" + Fmt("%.3f", r.ratio.lo) + ", " +
                        Fmt("%.3f", r.ratio.hi) + "] " + std::string(VerdictName(r.verdict)) + " after " +
                        std::to_string(log.pairs()) + " pairs");
@@ -242,8 +293,12 @@ Status Coordinator::CloseSession() {
         if (note) state_.roofline += (state_.roofline.empty() ? "" : "; ") + std::string("best: ") + note->summary;
       }
       if (spec_.accuracy.enabled && state_.close_accuracy.empty()) {
-        auto acc = services_.executor->CheckAccuracy(state_.best, "close", state_.server_binary);
-        if (acc) state_.close_accuracy = (acc->passed ? "pass: " : "FAIL: ") + acc->detail;
+        if (ledger_.CanAffordAccuracy()) {
+          auto acc = ledger_.RunAccuracy(state_.best, "close", state_.server_binary);
+          if (acc) state_.close_accuracy = (acc->passed ? "pass: " : "FAIL: ") + acc->detail;
+        } else {
+          state_.close_accuracy = "not re-checked at close: no budget left";
+        }
       }
     } else {
       state_.validation_verdict = Verdict::kNotValidated;
@@ -251,6 +306,7 @@ Status Coordinator::CloseSession() {
     }
     HONE_TRY(ledger_.Save());
   }
+  JudgeSloFeasibility();
   ledger_.Event("stop", {{"reason", state_.stop_reason}});
   ledger_.EndPhase(PhaseStatus::kDone, state_.stop_reason);
   HONE_TRY(ledger_.Save());

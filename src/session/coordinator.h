@@ -72,6 +72,9 @@ class Coordinator {
   Status Kernel();
   Status Sweep();
   Status CloseSession();
+  // The stock violates an SLO and nothing found meets it: says so (state_.slo_infeasible,
+  // an event, a progress line) with the closest configuration.
+  void JudgeSloFeasibility();
 
   // The prelude's parts (prelude.cc).
   Status Baseline();  // the stock's A/A pairs (the warm replay rides along)

@@ -290,6 +290,48 @@ TEST_F(CoordinatorTest, BudgetIsHard) {
   EXPECT_EQ(closer_.calls, 1);
 }
 
+// Issue 18: accuracy runs (the gate's probes and perplexity) count against the wall
+// budget like trials. Here each takes 4.5 trials: the kept risky change is checked
+// before its pairs and the close checks the best again after its re-validation: the
+// session ends inside the budget and every check is counted.
+TEST_F(CoordinatorTest, SlowAccuracyChecksStayInsideTheBudget) {
+  exec_.accuracy_cost_s = 45;
+  exec_.factors = {{"weights=q0", 1.3}};
+  std::vector<std::string> ideas = {"weights=q0"};
+  for (int i = 0; i < 40; ++i) ideas.push_back("k" + std::to_string(i) + "=v");
+  ListProposer p(ideas);
+  int64_t start = clock_.WallMicros();
+  SessionState s = Run(Spec(300), &p);
+  double used = static_cast<double>(clock_.WallMicros() - start) * 1e-6;
+  EXPECT_LE(used, 300 * 1.02) << "used " << used << " s of a 300 s budget";
+  EXPECT_EQ(s.best.ToString(), "weights=q0");
+  EXPECT_GE(exec_.accuracy_checks, 1);
+  EXPECT_EQ(s.accuracy_checks_run, exec_.accuracy_checks);
+  EXPECT_EQ(s.stop_reason, "budget");
+  EXPECT_EQ(s.phase, session::Phase::kDone);
+  EXPECT_EQ(closer_.calls, 1);
+}
+
+// A close whose re-validation trials are three times slower than every trial before
+// (a loaded machine at the end): priced at the longest trial, its pairs stop before
+// the deadline; priced at the mean (the rule before issue 18), its second pair ran the
+// session to 620 s of a 600 s budget.
+TEST_F(CoordinatorTest, ACloseThatWouldOverrunIsCutAtTheBudget) {
+  exec_.cost_s = [](const measure::TrialRequest& r) { return r.role == measure::TrialRole::kValidate ? 30.0 : 10.0; };
+  exec_.factors = {{"speed=fast", 1.2}};
+  std::vector<std::string> ideas = {"speed=fast"};
+  for (int i = 0; i < 40; ++i) ideas.push_back("k" + std::to_string(i) + "=v");
+  ListProposer p(ideas);
+  int64_t start = clock_.WallMicros();
+  SessionState s = Run(Spec(600), &p);
+  double used = static_cast<double>(clock_.WallMicros() - start) * 1e-6;
+  EXPECT_LE(used, 600 * 1.02) << "used " << used << " s of a 600 s budget";
+  EXPECT_EQ(s.best.ToString(), "speed=fast");
+  ASSERT_TRUE(s.validation_verdict.has_value());  // the close ran, cut by the budget
+  EXPECT_EQ(s.phase, session::Phase::kDone);
+  EXPECT_EQ(closer_.calls, 1);
+}
+
 TEST_F(CoordinatorTest, CycleCeilingStopsTheLoop) {
   exec_.factors = {{"a=1", 1.3}, {"b=1", 1.3}};
   ListProposer p({"a=1", "b=1"});
@@ -923,6 +965,76 @@ TEST(CoordinatorKillTest, ResumesAfterKill9WithNothingLost) {
     if (kill(static_cast<pid_t>(*pid), 0) == 0 && stat && !Contains(*stat, ") Z ")) ++alive;
   }
   EXPECT_EQ(alive, 0);
+}
+
+// SLOs (issue 18): every configuration is held to them on the requests pooled over
+// all its trials in a comparison; each fake trial has 16 requests whose inter-token
+// gaps are `itl_ms` of its configuration.
+class SloTest : public CoordinatorTest {
+ protected:
+  void SetUp() override {
+    CoordinatorTest::SetUp();
+    exec_.requests = [this](const measure::TrialRequest& req, bench::BenchResult& r) {
+      const double itl_s = itl_ms.at(req.config.GetOr("speed", "stock")) / 1e3;
+      r.successful = r.total = 16;
+      r.duration_s = 10;
+      r.samples = {};
+      for (int i = 0; i < 16; ++i) {
+        r.samples.ttft.push_back(0.1);
+        r.samples.e2el.push_back(0.1 + 4 * itl_s);
+        r.samples.tpot.push_back(itl_s);
+        for (int g = 0; g < 4; ++g) r.samples.itl.push_back(itl_s);
+      }
+    };
+  }
+  spec::SessionSpec SloSpec() {
+    spec::SessionSpec s = Spec();
+    s.budget.max_cycles = 1;
+    s.objective.slos = {{"p90_itl_ms", false, 50}};
+    return s;
+  }
+  std::map<std::string, double> itl_ms;  // "stock" or the speed knob's value -> ms
+};
+
+TEST_F(SloTest, PooledP90ItlVetoesAMeasuredKeep) {
+  exec_.factors = {{"speed=fast", 1.20}};
+  itl_ms = {{"stock", 40}, {"fast", 60}};
+  ListProposer p({"speed=fast"});
+  SessionState s = Run(SloSpec(), &p);
+  ASSERT_EQ(s.candidates.size(), 1u);
+  const CandidateRecord& c = s.candidates[0];
+  EXPECT_NEAR(c.gain, 0.20, 0.02);  // faster: a KEEP on throughput alone
+  EXPECT_EQ(c.verdict, Verdict::kRevert);
+  EXPECT_NE(c.reason.find("SLO violated: p90_itl_ms = 60 violates p90_itl_ms <= 50"), std::string::npos) << c.reason;
+  // The screening trial and the three B trials: 4 x 16 requests.
+  EXPECT_NE(c.slo.find("pooled over 64 requests of 4 trials"), std::string::npos) << c.slo;
+  EXPECT_TRUE(s.BestIsStock());
+  EXPECT_NE(s.stock_slo.find("meets the SLO"), std::string::npos) << s.stock_slo;
+  EXPECT_EQ(s.slo_infeasible, "");
+}
+
+TEST_F(SloTest, ViolatingStockWithNothingFeasibleIsReportedInfeasible) {
+  exec_.factors = {{"speed=fast", 1.20}, {"speed=faster", 1.30}};
+  itl_ms = {{"stock", 60}, {"fast", 70}, {"faster", 90}};
+  ListProposer p({"speed=fast", "speed=faster"});
+  SessionState s = Run(SloSpec(), &p);
+  // The stock's violation does not make the candidates look fine: neither is kept.
+  for (const CandidateRecord& c : s.candidates) EXPECT_EQ(c.verdict, Verdict::kRevert) << c.id << " " << c.reason;
+  EXPECT_TRUE(s.BestIsStock());
+  EXPECT_NE(s.stock_slo.find("p90_itl_ms = 60 violates"), std::string::npos) << s.stock_slo;
+  EXPECT_NE(s.slo_infeasible.find("infeasible"), std::string::npos);
+  EXPECT_NE(s.slo_infeasible.find("closest: stock"), std::string::npos) << s.slo_infeasible;  // 60 ms: the least miss
+}
+
+TEST_F(SloTest, ViolatingStockDoesNotHideAFeasibleCandidate) {
+  exec_.factors = {{"speed=fast", 1.20}};
+  itl_ms = {{"stock", 60}, {"fast", 40}};
+  ListProposer p({"speed=fast"});
+  SessionState s = Run(SloSpec(), &p);
+  ASSERT_EQ(s.candidates.size(), 1u);
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep) << s.candidates[0].reason;
+  EXPECT_NE(s.best_slo.find("meets the SLO"), std::string::npos) << s.best_slo;
+  EXPECT_EQ(s.slo_infeasible, "");
 }
 
 }  // namespace

@@ -48,7 +48,7 @@ int Coordinator::PlannedLooks() const {
 }
 
 Status Coordinator::CheckAccuracy(CandidateRecord& c) {
-  HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, services_.executor->CheckAccuracy(c.config, c.id, c.server_binary));
+  HONE_ASSIGN_OR_RETURN(measure::AccuracyOutcome a, ledger_.RunAccuracy(c.config, c.id, c.server_binary));
   c.accuracy = a.detail;
   c.accuracy_passed = a.passed;
   ledger_.Event("accuracy", {{"candidate", c.id}, {"passed", a.passed ? "true" : "false"}, {"detail", a.detail}});
@@ -89,6 +89,10 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
   // A source patch is new code: always accuracy-checked before pairs.
   const bool risky = !c.patch.empty() || (services_.risky && services_.risky(c.delta));
   if (risky && c.accuracy.empty() && spec_.accuracy.enabled) {
+    if (!ledger_.CanAffordAccuracy()) {  // the gate counts against the budget like a trial
+      e.vetoes.push_back({VetoKind::kBudget, "not enough budget left for its accuracy check"});
+      return Ok();
+    }
     HONE_TRY(CheckAccuracy(c));
     if (!c.accuracy_passed) {
       e.vetoes.push_back({VetoKind::kAccuracy, c.accuracy});
@@ -106,7 +110,6 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
   plan.max_pairs = m.max_pairs;
   plan.pair_step = m.pair_step;
   plan.judge = VerdictSettings(PlannedLooks(), static_cast<uint64_t>(state_.next_candidate));
-  plan.slo_veto = true;
   PairLog log(c.incumbent_trials, c.incumbent_values, c.candidate_trials, c.candidate_values);
   HONE_ASSIGN_OR_RETURN(e.comparison, RunComparison(ledger_, plan, log));
   if (const auto& judged = e.comparison->judged) {
@@ -122,6 +125,23 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
   const bool judged = e.comparison->judged &&
                       (e.comparison->end == ComparisonEnd::kComplete || e.comparison->end == ComparisonEnd::kBudget);
   if (!judged) return Ok();
+  // SLOs: judged on the requests pooled over all of its trials in this comparison
+  // (the screening trial and every B), never on one trial's handful. A KEEP requires
+  // the candidate itself to meet them, whatever the incumbent does.
+  if (ledger_.HasSlo()) {
+    std::vector<std::string> ids = c.candidate_trials;
+    if (!c.screen_trial.empty()) ids.push_back(c.screen_trial);
+    const measure::PooledSlo slo = ledger_.SloOf(ids);
+    c.slo = slo.Describe();
+    c.slo_excess = slo.excess;
+    ledger_.Event("slo", {{"candidate", c.id},
+                          {"ok", slo.ok ? "true" : "false"},
+                          {"requests", std::to_string(slo.requests)},
+                          {"trials", std::to_string(slo.trials)},
+                          {"detail", c.slo}});
+    ledger_.Progress("  SLO " + std::string(slo.ok ? "met" : "VIOLATED") + ": " + c.slo);
+    if (!slo.ok) e.vetoes.push_back({VetoKind::kSloViolated, c.slo});
+  }
   const Verdict measured = e.Decided().verdict;
   // The critic reviews every measured verdict; its refusal is a veto.
   if (services_.critic && c.critic.empty()) {
@@ -140,6 +160,10 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
   }
   // Nothing is kept without an accuracy pass.
   if (e.Decided().verdict == Verdict::kKeep && spec_.accuracy.enabled && c.accuracy.empty()) {
+    if (!ledger_.CanAffordAccuracy()) {
+      e.vetoes.push_back({VetoKind::kBudget, "measured KEEP, but no budget left for the accuracy check it must pass"});
+      return Ok();
+    }
     HONE_TRY(CheckAccuracy(c));
     if (!c.accuracy_passed) e.vetoes.push_back({VetoKind::kAccuracy, c.accuracy});
   }
@@ -186,7 +210,9 @@ Status Coordinator::Finish(CandidateRecord& c, const Decision& d) {
 Status Coordinator::TryPatches() {
   if (!services_.patches) return Ok();
   for (const PatchIdea& idea : services_.patches->Pending(state_)) {
-    if (ledger_.Stopping() || !ledger_.CanAfford(1 + 2 * spec_.measurement.min_pairs)) break;
+    // A patch costs a rebuild (priced at the builds so far) before its trials.
+    const double est_build = state_.builds_run > 0 ? state_.build_seconds_total / state_.builds_run : 0.0;
+    if (ledger_.Stopping() || !ledger_.CanAfford(1 + 2 * spec_.measurement.min_pairs, est_build)) break;
     search::Candidate cand{"patch:" + idea.id, idea.title, Config{}, "source patch " + idea.id, 0};
     CandidateRecord& c = ledger_.NewCandidate(CandidatePhase::kFramework, cand, state_.best);
     c.patch = idea.id;
@@ -207,6 +233,10 @@ Status Coordinator::TryPatches() {
     // Interrupted: the candidate stays pending (a resumed Framework closes it).
     if (!measured && measured.error().code == ErrorCode::kCancelled) return measured;
     if (!result && result.error().code == ErrorCode::kCancelled) return Fail(result.error());
+    if (result && result->build_seconds > 0) {
+      ++state_.builds_run;
+      state_.build_seconds_total += result->build_seconds;
+    }
     CandidateRecord* rec = ledger_.FindCandidate(cid);
     Evidence e = evidence.value_or(Evidence{});
     if (!measured) {

@@ -1,5 +1,6 @@
 #include "session/ledger.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -20,6 +21,20 @@ Ledger::Ledger(const spec::SessionSpec& spec, const SessionServices& services, S
       state_(state),
       events_((std::filesystem::path(state.run_dir) / "events.jsonl").string()) {}
 
+measure::PooledSlo Ledger::SloOf(const std::vector<std::string>& trial_ids) {
+  std::vector<const bench::BenchResult*> results;
+  for (const std::string& id : trial_ids) {
+    auto it = results_.find(id);
+    if (it == results_.end()) {
+      auto o = measure::ReadTrialOutcome((std::filesystem::path(state_.run_dir) / "trials" / id).string());
+      if (!o || !o->launched || !o->valid) continue;
+      it = results_.emplace(id, o->result).first;
+    }
+    results.push_back(&it->second);
+  }
+  return measure::CheckPooledSlo(results, spec_.objective);
+}
+
 double Ledger::Now() const {
   return static_cast<double>(services_.clock->WallMicros() - state_.started_unix_us) * 1e-6;
 }
@@ -33,19 +48,45 @@ double Ledger::EstTrial() const {
   return state_.trial_seconds_total / state_.trials_run;
 }
 
-double Ledger::CloseReserve() const {
-  // Final re-validation (min_pairs pairs), the report, and a 2% margin.
-  int pairs = state_.BestIsStock() ? 0 : spec_.measurement.min_pairs;
-  return EstTrial() * 2 * pairs * 1.15 + 5.0 + 0.02 * spec_.budget.wall_s;
+double Ledger::EstAccuracy() const {
+  // Before the first check: a guess of two trials (a launch, the probes, a perplexity run).
+  if (state_.accuracy_checks_run == 0) return 2 * EstTrial();
+  return state_.accuracy_seconds_total / state_.accuracy_checks_run;
 }
 
-bool Ledger::CanAfford(int trials) const {
+double Ledger::CloseReserve() const {
+  // Final re-validation (min_pairs pairs) and the best's accuracy check, the report,
+  // and a 2% margin.
+  const bool best = !state_.BestIsStock();
+  const int pairs = best ? spec_.measurement.min_pairs : 0;
+  const double accuracy = best && spec_.accuracy.enabled ? EstAccuracy() * 1.15 : 0.0;
+  return EstTrial() * 2 * pairs * 1.15 + accuracy + 5.0 + 0.02 * spec_.budget.wall_s;
+}
+
+bool Ledger::CanAffordAccuracy() const {
+  if (state_.phase == Phase::kClose) return !sys::InterruptRequested() && Left() >= EstAccuracy() + 5.0;
+  return Left() - CloseReserve() >= EstAccuracy() * 1.15;
+}
+
+Result<measure::AccuracyOutcome> Ledger::RunAccuracy(const Config& config, const std::string& label,
+                                                     const std::string& server_binary) {
+  const int64_t start = services_.clock->WallMicros();
+  auto a = services_.executor->CheckAccuracy(config, label, server_binary);
+  ++state_.accuracy_checks_run;
+  state_.accuracy_seconds_total += static_cast<double>(services_.clock->WallMicros() - start) * 1e-6;
+  return a;
+}
+
+bool Ledger::CanAfford(int trials, double extra_s) const {
   if (state_.phase == Phase::kClose) {
-    // The close's own re-validation: only the report's margin is left to keep.
-    return !sys::InterruptRequested() && Left() >= trials * EstTrial() + 5.0;
+    // The close's own re-validation: only the report's margin is left to keep. Its
+    // trials are priced at the longest valid trial so far, not the mean: the budget
+    // is hard, and one slow pair in the close must not run past it.
+    return !sys::InterruptRequested() &&
+           Left() - extra_s >= trials * std::max(EstTrial(), state_.longest_trial_s) + 5.0;
   }
   if (spec_.budget.max_trials > 0 && state_.trials_run + trials > spec_.budget.max_trials) return false;
-  return Left() - CloseReserve() >= trials * EstTrial() * 1.15;
+  return Left() - CloseReserve() - extra_s * 1.15 >= trials * EstTrial() * 1.15;
 }
 
 bool Ledger::Stopping() const {
@@ -124,6 +165,10 @@ Result<measure::TrialOutcome> Ledger::RunTrialOnce(const Arm& arm, const measure
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, services_.executor->Run(req));
   ++state_.trials_run;
   state_.trial_seconds_total += o.wall_s;
+  if (o.launched && o.valid) {
+    results_[o.id] = o.result;
+    state_.longest_trial_s = std::max(state_.longest_trial_s, o.wall_s);
+  }
   std::string status = !o.launched          ? "launch_failed:" + o.failure_kind
                        : !o.faults.empty() ? "faulted"
                        : !o.valid          ? "invalid"

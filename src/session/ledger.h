@@ -7,6 +7,7 @@
 // them) and owns the event log. Not thread-safe.
 #pragma once
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,7 +43,15 @@ class Ledger final : public TrialRunner {
   // The one budget rule. Before the close: the trial limit, and time for `trials`
   // more trials plus the close's reserve (its re-validation and the report). In the
   // close: time for them and the report's margin; an interrupt stops it.
-  bool CanAfford(int trials) const override;
+  bool CanAfford(int trials) const override { return CanAfford(trials, 0); }
+  // The rule with `extra_s` more seconds of other work first (a rebuild).
+  bool CanAfford(int trials, double extra_s) const;
+  // The same rule for one accuracy check (the gate's probes and its KL divergence run),
+  // whose cost is estimated from the checks run so far.
+  bool CanAffordAccuracy() const;
+  // One accuracy check of `config`, timed on the session clock for that estimate.
+  Result<measure::AccuracyOutcome> RunAccuracy(const Config& config, const std::string& label,
+                                               const std::string& server_binary);
   // Writes state.json (with the proposer's saved search).
   Status Save() override;
   void Progress(const std::string& line) override;
@@ -53,9 +62,15 @@ class Ledger final : public TrialRunner {
   CandidateRecord& NewCandidate(CandidatePhase phase, const search::Candidate& idea, const Config& incumbent);
   CandidateRecord* FindCandidate(const std::string& id);
 
+  // The objective's SLOs judged on the requests pooled over these trials (the valid
+  // ones; a trial run before a resume is read back from its directory).
+  measure::PooledSlo SloOf(const std::vector<std::string>& trial_ids);
+  bool HasSlo() const { return !spec_.objective.slos.empty(); }
+
   double Now() const;                       // session seconds
   double Left() const;                      // seconds until the deadline
   double EstTrial() const;                  // expected seconds per trial
+  double EstAccuracy() const;               // expected seconds per accuracy check
   bool Stopping() const;                    // interrupt or trial limit
   measure::OperatingPoint Primary() const;  // the spec's workload point
 
@@ -69,6 +84,7 @@ class Ledger final : public TrialRunner {
   const SessionServices& services_;
   SessionState& state_;
   EventLog events_;
+  std::map<std::string, bench::BenchResult> results_;  // the valid trials' results, by id
   bool event_error_shown_ = false;  // a lost event is reported once (a full disk fails every append)
 };
 

@@ -63,6 +63,11 @@ struct CandidateRecord {
   bool accuracy_passed = true;
   double predicted_gain = 0;  // a proposer's or agent's claim (never a result)
   std::string critic;           // the critic's review of the verdict ("" = none)
+  // The SLOs on the requests pooled over its screening and B trials ("" = not
+  // checked: no SLO, or not measured far enough); slo_excess: the largest relative
+  // miss (0 = met; -1 = not checked).
+  std::string slo;
+  double slo_excess = -1;
   std::string patch;            // a source patch's id (its diff is under patches/)
   int64_t recipe_id = 0;        // the knowledge-base recipe a warm replay re-measures (0: none)
   std::string server_binary;    // the build the candidate runs ("" = provisioned)
@@ -86,6 +91,7 @@ struct SweepPointRecord {
   double stock_intvty = 0, best_intvty = 0;  // p50 interactivity (tok/s/user)
   double stock_tps = 0, best_tps = 0;        // total tok/s
   std::vector<std::string> stock_trials, best_trials;
+  std::string stock_slo, best_slo;  // pooled SLO status per arm ("" = no SLO)
   std::optional<Verdict> verdict;  // KEEP, REVERT, INCONCLUSIVE or INVALID; unset: not measured
 };
 
@@ -133,6 +139,15 @@ struct SessionState {
   std::optional<Verdict> validation_verdict;  // KEEP, REVERT, INCONCLUSIVE or NOT_VALIDATED; unset: not run
   std::string close_accuracy;
 
+  // SLOs (objective.slo), each judged on requests pooled over a config's trials.
+  std::string stock_slo;        // the stock's, over its baseline and A/A trials ("" = no SLO)
+  double stock_slo_excess = -1; // largest relative miss (0 = met, -1 = not checked)
+  std::string best_slo;         // the best's at close, over its validation trials
+  double best_slo_excess = -1;
+  // Said at the end when the stock violates an SLO and no configuration found meets
+  // it: which SLO, and the closest configuration measured ("" = feasible, or no SLO).
+  std::string slo_infeasible;
+
   std::string warm_replay;   // what the knowledge base offered and what became of it
   std::string kb_result;     // what was written to the knowledge base
   std::string kernel;        // what the kernel backend did
@@ -151,6 +166,11 @@ struct SessionState {
   int next_candidate = 1;
   int trials_run = 0;
   double trial_seconds_total = 0;
+  double longest_trial_s = 0;         // the longest valid trial: the close's per-trial estimate
+  int builds_run = 0;                 // patched-tree builds (the patch lane's rebuilds)
+  double build_seconds_total = 0;     // their time: the budget's estimate of the next
+  int accuracy_checks_run = 0;        // accuracy gate runs (probes, and KL via llama-perplexity)
+  double accuracy_seconds_total = 0;  // their session-clock time: the budget's estimate of the next
   // Set by LoadState when state.json was damaged and the previous save replaced it
   // (what happened, for the user and the event log); never saved.
   std::string recovered;

@@ -141,6 +141,8 @@ json CandidateJson(const CandidateRecord& c) {
           {"accuracy_passed", c.accuracy_passed},
           {"predicted_gain", c.predicted_gain},
           {"critic", c.critic},
+          {"slo", c.slo},
+          {"slo_excess", c.slo_excess},
           {"patch", c.patch},
           {"recipe_id", c.recipe_id},
           {"server_binary", c.server_binary},
@@ -176,6 +178,8 @@ CandidateRecord CandidateFrom(const json& j) {
   c.accuracy_passed = j.value("accuracy_passed", true);
   c.predicted_gain = j.value("predicted_gain", 0.0);
   c.critic = j.value("critic", "");
+  c.slo = j.value("slo", "");
+  c.slo_excess = j.value("slo_excess", -1.0);
   c.patch = j.value("patch", "");
   c.recipe_id = j.value("recipe_id", int64_t{0});
   c.server_binary = j.value("server_binary", "");
@@ -208,7 +212,7 @@ std::string StateToJson(const SessionState& s) {
                      {"stock_objective", p.stock_objective}, {"best_objective", p.best_objective},
                      {"stock_intvty", p.stock_intvty}, {"best_intvty", p.best_intvty}, {"stock_tps", p.stock_tps},
                      {"best_tps", p.best_tps}, {"stock_trials", p.stock_trials}, {"best_trials", p.best_trials},
-                     {"verdict", Name(p.verdict)}});
+                     {"stock_slo", p.stock_slo}, {"best_slo", p.best_slo}, {"verdict", Name(p.verdict)}});
   }
   json j = {{"version", s.version},
             {"session_id", s.session_id},
@@ -249,6 +253,11 @@ std::string StateToJson(const SessionState& s) {
             {"validation_trials", s.validation_trials},
             {"validation_verdict", Name(s.validation_verdict)},
             {"close_accuracy", s.close_accuracy},
+            {"stock_slo", s.stock_slo},
+            {"stock_slo_excess", s.stock_slo_excess},
+            {"best_slo", s.best_slo},
+            {"best_slo_excess", s.best_slo_excess},
+            {"slo_infeasible", s.slo_infeasible},
             {"warm_replay", s.warm_replay},
             {"kb_result", s.kb_result},
             {"kernel", s.kernel},
@@ -264,7 +273,12 @@ std::string StateToJson(const SessionState& s) {
             {"next_trial", s.next_trial},
             {"next_candidate", s.next_candidate},
             {"trials_run", s.trials_run},
-            {"trial_seconds_total", s.trial_seconds_total}};
+            {"trial_seconds_total", s.trial_seconds_total},
+            {"longest_trial_s", s.longest_trial_s},
+            {"builds_run", s.builds_run},
+            {"build_seconds_total", s.build_seconds_total},
+            {"accuracy_checks_run", s.accuracy_checks_run},
+            {"accuracy_seconds_total", s.accuracy_seconds_total}};
   return j.dump(2) + "\n";
 }
 
@@ -319,6 +333,8 @@ Result<SessionState> StateFromJson(const std::string& text) {
       r.best_tps = p.value("best_tps", 0.0);
       r.stock_trials = p.value("stock_trials", std::vector<std::string>{});
       r.best_trials = p.value("best_trials", std::vector<std::string>{});
+      r.stock_slo = p.value("stock_slo", "");
+      r.best_slo = p.value("best_slo", "");
       r.verdict = OptionalVerdictFrom(p.value("verdict", ""));
       s.sweep.push_back(r);
     }
@@ -332,6 +348,11 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.validation_trials = j.value("validation_trials", std::vector<std::string>{});
     s.validation_verdict = OptionalVerdictFrom(j.value("validation_verdict", ""));
     s.close_accuracy = j.value("close_accuracy", "");
+    s.stock_slo = j.value("stock_slo", "");
+    s.stock_slo_excess = j.value("stock_slo_excess", -1.0);
+    s.best_slo = j.value("best_slo", "");
+    s.best_slo_excess = j.value("best_slo_excess", -1.0);
+    s.slo_infeasible = j.value("slo_infeasible", "");
     s.warm_replay = j.value("warm_replay", "");
     s.kb_result = j.value("kb_result", "");
     s.kernel = j.value("kernel", "");
@@ -348,6 +369,11 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.next_candidate = j.value("next_candidate", 1);
     s.trials_run = j.value("trials_run", 0);
     s.trial_seconds_total = j.value("trial_seconds_total", 0.0);
+    s.longest_trial_s = j.value("longest_trial_s", 0.0);
+    s.builds_run = j.value("builds_run", 0);
+    s.build_seconds_total = j.value("build_seconds_total", 0.0);
+    s.accuracy_checks_run = j.value("accuracy_checks_run", 0);
+    s.accuracy_seconds_total = j.value("accuracy_seconds_total", 0.0);
     return s;
   });
 }

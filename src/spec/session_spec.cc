@@ -153,6 +153,7 @@ Status ParseObjective(const Field& f, ObjectiveSpec& o, const std::vector<std::s
   if (!f.defined()) return Ok();
   HONE_TRY(f.CheckKeys({"metric", "direction", "slo"}));
   HONE_ASSIGN_OR_RETURN(o.metric, f["metric"].StrOr("total_tps_per_gpu"));
+  if (o.metric == "goodput") o.metric = "goodput_rps";
   HONE_TRY(CheckMetric(f["metric"], o.metric, known));
   HONE_ASSIGN_OR_RETURN(std::string dir, f["direction"].StrOr("maximize"));
   if (dir != "maximize" && dir != "minimize") return Fail(f["direction"].Err("must be maximize or minimize"));
@@ -168,8 +169,30 @@ Status ParseObjective(const Field& f, ObjectiveSpec& o, const std::vector<std::s
     auto v = ParseDouble(text.substr(pos + 2));
     if (!v) return Fail(item.Err("bad value in '" + text + "'"));
     c.value = *v;
-    HONE_TRY(CheckMetric(item, c.metric, known));
+    // A per-request SLO: what makes a request good (goodput).
+    double* good = c.metric == "ttft_ms" ? &o.good_ttft_ms
+                   : c.metric == "tpot_ms" ? &o.good_tpot_ms
+                   : c.metric == "e2el_ms" ? &o.good_e2el_ms
+                                           : nullptr;
+    if (good) {
+      if (c.at_least || c.value <= 0) {
+        return Fail(item.Err("a per-request SLO is '" + c.metric + " <= milliseconds' (> 0), got '" + text + "'"));
+      }
+      *good = c.value;
+      continue;
+    }
+    if (!known.empty() && std::find(known.begin(), known.end(), c.metric) == known.end()) {
+      return Fail(item.Err("unknown SLO metric '" + c.metric +
+                           "': an SLO is a percentile (p50|p90|p95|p99|mean)_(ttft|tpot|itl|e2el)_ms, "
+                           "(p50|p90|p95|p99)_intvty, or a per-request ttft_ms|tpot_ms|e2el_ms for goodput (known: " +
+                           Join(known, ", ") + ")"));
+    }
     o.slos.push_back(c);
+  }
+  if (o.metric == "goodput_rps" && !o.any_goodput_slo()) {
+    return Fail(f["metric"].Err(
+        "goodput counts the requests that meet per-request SLOs: add at least one of 'ttft_ms <= X', "
+        "'tpot_ms <= X', 'e2el_ms <= X' to slo"));
   }
   return Ok();
 }

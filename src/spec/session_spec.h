@@ -47,10 +47,20 @@ struct SloConstraint {
   std::string ToString() const;
 };
 
+// The objective, and its SLOs. An SLO on a percentile or interactivity
+// ("p90_itl_ms <= 50", "p90_intvty >= 20") is a constraint on every KEEP, judged on
+// the requests pooled over all of a configuration's trials in that comparison. An
+// SLO on one request ("ttft_ms <= 500", "tpot_ms <= 50", "e2el_ms <= 2000", vLLM's
+// --goodput keys) defines a good request: goodput (metric "goodput", an alias of
+// "goodput_rps") = requests meeting every per-request SLO per second of window.
 struct ObjectiveSpec {
   std::string metric = "total_tps_per_gpu";
   bool maximize = true;
-  std::vector<SloConstraint> slos;
+  std::vector<SloConstraint> slos;   // aggregate constraints
+  double good_ttft_ms = 0;           // per-request SLOs (0 = none)
+  double good_tpot_ms = 0;
+  double good_e2el_ms = 0;
+  bool any_goodput_slo() const { return good_ttft_ms > 0 || good_tpot_ms > 0 || good_e2el_ms > 0; }
 };
 
 struct WorkloadSpec {

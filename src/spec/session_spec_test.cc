@@ -87,6 +87,34 @@ TEST(SessionSpecTest, ErrorsNameFileLineAndField) {
   }
 }
 
+TEST(SessionSpecTest, SloNamesAndGoodputObjectives) {
+  const std::vector<std::string> known = {"total_tps_per_gpu", "goodput_rps", "p90_itl_ms", "p95_ttft_ms"};
+  auto s = ParseSessionSpec(
+      "target: {model: /m}\nobjective: {metric: goodput, slo: [\"ttft_ms <= 500\", \"tpot_ms <= 50\", "
+      "\"p90_itl_ms <= 40\", \"p95_ttft_ms <= 900\"]}\n",
+      "s.yaml", known);
+  ASSERT_OK(s);
+  EXPECT_EQ(s->objective.metric, "goodput_rps");
+  EXPECT_EQ(s->objective.good_ttft_ms, 500);
+  EXPECT_EQ(s->objective.good_tpot_ms, 50);
+  EXPECT_EQ(s->objective.good_e2el_ms, 0);
+  ASSERT_EQ(s->objective.slos.size(), 2u);  // the per-request ones define goodput, not constraints
+  EXPECT_EQ(s->objective.slos[0].ToString(), "p90_itl_ms <= 40");
+  struct Case {
+    const char* text;
+    const char* error;
+  } cases[] = {
+      {"target: {model: /m}\nobjective: {metric: goodput}\n", "goodput counts the requests that meet per-request SLOs"},
+      {"target: {model: /m}\nobjective: {slo: [\"p42_itl_ms <= 3\"]}\n", "unknown SLO metric 'p42_itl_ms'"},
+      {"target: {model: /m}\nobjective: {slo: [\"ttft_ms >= 3\"]}\n", "a per-request SLO is 'ttft_ms <= milliseconds'"},
+  };
+  for (const Case& c : cases) {
+    auto bad = ParseSessionSpec(c.text, "s.yaml", known);
+    ASSERT_FALSE(bad) << c.text;
+    EXPECT_NE(bad.error().message.find(c.error), std::string::npos) << bad.error().message;
+  }
+}
+
 TEST(SessionSpecTest, TheKnowledgeBaseIsAFileOrAPostgresUrl) {
   auto url = ParseSessionSpec("target: {model: /m}\nkb: {url: \"postgresql://hone@db:5432/kb\"}\n", "s.yaml", kMetrics);
   ASSERT_OK(url);

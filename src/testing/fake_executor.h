@@ -30,6 +30,8 @@ class FakeExecutor final : public measure::TrialExecutor {
   double base = 100;
   double noise = 0.005;
   double trial_cost_s = 10;
+  std::function<double(const measure::TrialRequest&)> cost_s;  // optional: a trial's own cost (slow roles)
+  double accuracy_cost_s = 0;                    // clock seconds per accuracy check (probes, perplexity)
   testing::FakeClock* clock = nullptr;           // advanced per trial (optional)
   std::chrono::milliseconds real_sleep{0};       // real time per trial (kill tests)
   std::string run_dir;
@@ -43,20 +45,24 @@ class FakeExecutor final : public measure::TrialExecutor {
   std::function<std::optional<Error>(const measure::TrialRequest&)> error_if;
   // Optional: rewrites a trial's objective (after noise), e.g. a burst of host noise.
   std::function<double(const measure::TrialRequest&, double)> adjust;
+  // Optional: a trial's requests (per-request latencies, window), which the session's
+  // pooled SLO checks read (bench::LatencySamples).
+  std::function<void(const measure::TrialRequest&, bench::BenchResult&)> requests;
 
   Result<measure::TrialOutcome> Run(const measure::TrialRequest& req) override {
     if (error_if) {
       if (auto e = error_if(req)) return Fail(*e);
     }
     ran.push_back(req);
-    if (clock) clock->AdvanceSeconds(trial_cost_s);
+    const double cost = cost_s ? cost_s(req) : trial_cost_s;
+    if (clock) clock->AdvanceSeconds(cost);
     measure::TrialOutcome o;
     o.id = req.id;
     o.role = req.role;
     o.config = req.config;
     o.point = req.point;
     o.retry_of = req.retry_of;
-    o.wall_s = trial_cost_s;
+    o.wall_s = cost;
     o.dir = run_dir + "/trials/" + req.id;
     HONE_TRY(sys::EnsureDir(o.dir));
     if (!pid_log.empty()) {
@@ -110,6 +116,7 @@ class FakeExecutor final : public measure::TrialExecutor {
     if (adjust) o.objective = adjust(req, o.objective);
     o.result.total_tps = o.objective;
     o.result.intvty["p50"] = 10;
+    if (requests) requests(req, o.result);
     HONE_TRY(measure::WriteTrialOutcome(o));
     return o;
   }
@@ -123,6 +130,7 @@ class FakeExecutor final : public measure::TrialExecutor {
   Result<measure::AccuracyOutcome> CheckAccuracy(const Config& config, const std::string&,
                                                  const std::string& = "") override {
     ++accuracy_checks;
+    if (clock) clock->AdvanceSeconds(accuracy_cost_s);
     measure::AccuracyOutcome a;
     a.ran = true;
     for (const auto& [k, v] : config.values()) {
