@@ -271,14 +271,9 @@ Status Coordinator::CloseSession() {
       state_.validated_best_objective = Mean(log.b());
       state_.validation_verdict = r.verdict;
       if (ledger_.HasSlo()) {  // the best, over its pooled validation requests
-        const measure::PooledSlo slo = ledger_.SloOf(b_trials);
+        const measure::PooledSlo slo = ledger_.JudgeSlo(b_trials, "config", "best (close)");
         state_.best_slo = slo.Describe();
         state_.best_slo_excess = slo.excess;
-        ledger_.Event("slo", {{"config", "best (close)"},
-                              {"ok", slo.ok ? "true" : "false"},
-                              {"requests", std::to_string(slo.requests)},
-                              {"trials", std::to_string(slo.trials)},
-                              {"detail", state_.best_slo}});
         if (!slo.ok && r.verdict == Verdict::kKeep) {
           state_.validation_verdict = Verdict::kRevert;
           ledger_.Progress("close validation: the best violates the SLO: " + state_.best_slo);

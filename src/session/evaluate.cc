@@ -131,14 +131,9 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
   if (ledger_.HasSlo()) {
     std::vector<std::string> ids = c.candidate_trials;
     if (!c.screen_trial.empty()) ids.push_back(c.screen_trial);
-    const measure::PooledSlo slo = ledger_.SloOf(ids);
+    const measure::PooledSlo slo = ledger_.JudgeSlo(ids, "candidate", c.id);
     c.slo = slo.Describe();
     c.slo_excess = slo.excess;
-    ledger_.Event("slo", {{"candidate", c.id},
-                          {"ok", slo.ok ? "true" : "false"},
-                          {"requests", std::to_string(slo.requests)},
-                          {"trials", std::to_string(slo.trials)},
-                          {"detail", c.slo}});
     ledger_.Progress("  SLO " + std::string(slo.ok ? "met" : "VIOLATED") + ": " + c.slo);
     if (!slo.ok) e.vetoes.push_back({VetoKind::kSloViolated, c.slo});
   }

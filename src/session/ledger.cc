@@ -35,6 +35,17 @@ measure::PooledSlo Ledger::SloOf(const std::vector<std::string>& trial_ids) {
   return measure::CheckPooledSlo(results, spec_.objective);
 }
 
+measure::PooledSlo Ledger::JudgeSlo(const std::vector<std::string>& trial_ids, const std::string& subject_key,
+                                    const std::string& subject) {
+  measure::PooledSlo slo = SloOf(trial_ids);
+  Event("slo", {{subject_key, subject},
+                {"ok", slo.ok ? "true" : "false"},
+                {"requests", std::to_string(slo.requests)},
+                {"trials", std::to_string(slo.trials)},
+                {"detail", slo.Describe()}});
+  return slo;
+}
+
 double Ledger::Now() const {
   return static_cast<double>(services_.clock->WallMicros() - state_.started_unix_us) * 1e-6;
 }

@@ -65,6 +65,9 @@ class Ledger final : public TrialRunner {
   // The objective's SLOs judged on the requests pooled over these trials (the valid
   // ones; a trial run before a resume is read back from its directory).
   measure::PooledSlo SloOf(const std::vector<std::string>& trial_ids);
+  // SloOf, recorded as an "slo" event naming what was judged (e.g. {"candidate", "c003"}).
+  measure::PooledSlo JudgeSlo(const std::vector<std::string>& trial_ids, const std::string& subject_key,
+                              const std::string& subject);
   bool HasSlo() const { return !spec_.objective.slos.empty(); }
 
   double Now() const;                       // session seconds

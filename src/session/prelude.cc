@@ -230,14 +230,9 @@ Status Coordinator::Baseline() {
     ledger_.Progress("baseline " + spec_.objective.metric + " = " + Fmt("%.4g", state_.baseline_objective) +
                      ", A/A noise floor " + Fmt("%.2f%%", state_.noise_floor * 100));
     if (ledger_.HasSlo()) {  // the stock is held to the SLOs too, over all its trials
-      const measure::PooledSlo slo = ledger_.SloOf(state_.best_trials);
+      const measure::PooledSlo slo = ledger_.JudgeSlo(state_.best_trials, "config", "stock");
       state_.stock_slo = slo.Describe();
       state_.stock_slo_excess = slo.excess;
-      ledger_.Event("slo", {{"config", "stock"},
-                            {"ok", slo.ok ? "true" : "false"},
-                            {"requests", std::to_string(slo.requests)},
-                            {"trials", std::to_string(slo.trials)},
-                            {"detail", state_.stock_slo}});
       ledger_.Progress("stock SLO " + std::string(slo.ok ? "met" : "VIOLATED") + ": " + state_.stock_slo);
     }
     HONE_TRY(ledger_.Save());
