@@ -4,6 +4,7 @@
 // outputs).
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "measure/model_store.h"
@@ -38,7 +39,13 @@ class ServerExecutorSlowTest : public ::testing::Test {
     setup_.server_binary = prov_->server;
     setup_.perplexity_binary = prov_->perplexity;
     setup_.perplexity_text = (dir_->path() / "kld.txt").string();
-    ASSERT_OK(sys::WriteFileAtomic(setup_.perplexity_text, std::string(3000, 'a')));
+    // Text for the probes and the KL check: varied words, as a README would be.
+    std::string text;
+    for (int i = 0; i < 60; ++i) {
+      text += "The server reads request " + std::to_string(i * 7919 % 1000) +
+              " from the queue, decodes its prompt and streams tokens back to the client. ";
+    }
+    ASSERT_OK(sys::WriteFileAtomic(setup_.perplexity_text, text));
     setup_.models = models_.get();
     setup_.run_dir = dir_->path().string();
     setup_.spec.workload.isl = 32;
@@ -112,7 +119,18 @@ TEST_F(ServerExecutorSlowTest, TheAccuracyGatePassesTheStockAndFailsChangedOutpu
   EXPECT_TRUE(same.ran);
   EXPECT_TRUE(same.passed) << same.detail;
   EXPECT_DOUBLE_EQ(same.token_agreement, 1.0);
-  EXPECT_EQ(same.probes_compared, 16);  // 4 probes x 4 teacher-forced positions
+  EXPECT_EQ(same.probes_compared, 32);  // 4 probes x 8 teacher-forced positions, every one compared
+  // The probes are windows of the text in the model's own tokens, and the A/A (the
+  // stock on a restarted server) found the CPU engine deterministic.
+  const AccuracyGateInfo gate = exec.AccuracyGate();
+  EXPECT_TRUE(gate.prepared);
+  EXPECT_NE(gate.probes.find("fixed text"), std::string::npos) << gate.probes;
+  EXPECT_EQ(gate.positions, 32);
+  EXPECT_TRUE(gate.aa_ran) << gate.note;
+  EXPECT_EQ(gate.aa_positions, 32);
+  EXPECT_DOUBLE_EQ(gate.aa_agreement, 1.0);
+  EXPECT_FALSE(gate.nondeterministic) << gate.note;
+  EXPECT_NE(gate.method.find("top-8 logprobs"), std::string::npos) << gate.method;
   // 4-bit weights of a random model change its greedy tokens, and the KL divergence
   // of its logits is measured (weights change numerics).
   ASSERT_OK_AND_ASSIGN(AccuracyOutcome q4, exec.CheckAccuracy(Config{{"weights", "q4_0"}}, "c001"));
@@ -122,6 +140,14 @@ TEST_F(ServerExecutorSlowTest, TheAccuracyGatePassesTheStockAndFailsChangedOutpu
   ASSERT_TRUE(q4.kld_mean.has_value()) << q4.detail;
   EXPECT_GT(*q4.kld_mean, 0);
   EXPECT_NE(q4.detail.find("KLD"), std::string::npos) << q4.detail;
+  // Every position was compared, with a top-k KL estimate beside llama-perplexity's
+  // KLD and its perplexity ratio.
+  EXPECT_EQ(q4.probes_compared, 32);
+  ASSERT_TRUE(q4.kl_estimate.has_value()) << q4.detail;
+  EXPECT_GT(*q4.kl_estimate, 0);
+  ASSERT_TRUE(q4.ppl_ratio.has_value()) << q4.detail;
+  EXPECT_NE(q4.detail.find("PPL ratio"), std::string::npos) << q4.detail;
+  std::printf("q4_0 accuracy: %s\n", q4.detail.c_str());
   // The result is kept on disk: a second executor (a resumed session) reuses it.
   ServerTrialExecutor resumed(setup_);
   ASSERT_OK(resumed.PrepareAccuracy(Config{}));

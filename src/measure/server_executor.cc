@@ -320,8 +320,9 @@ std::vector<Top> TopFromJson(const json& j) {
 Result<ServerTrialExecutor::Reply> ServerTrialExecutor::Greedy(const std::string& host, int port,
                                                                const std::vector<int32_t>& prompt, int n) {
   bool native = s_.adapter->name() == "llama.cpp";
-  json body = {{"prompt", prompt}, {"temperature", 0}, {"ignore_eos", true}};
+  json body = {{"prompt", prompt}, {"temperature", 0}, {"ignore_eos", true}, {"n_probs", kTopLogprobs}};
   if (native) {
+    // llama-server's own endpoint: the tokens and, per token, its top-k logprobs.
     body["n_predict"] = n;
     body["return_tokens"] = true;
   } else {
@@ -329,7 +330,6 @@ Result<ServerTrialExecutor::Reply> ServerTrialExecutor::Greedy(const std::string
     // token ids where the engine can give them (vLLM: return_tokens_as_token_ids).
     body["max_tokens"] = n;
     body["logprobs"] = kTopLogprobs;
-    body["n_probs"] = kTopLogprobs;
     body["return_tokens_as_token_ids"] = true;
   }
   HONE_ASSIGN_OR_RETURN(auto r, net::PostJson(host, port, native ? "/completion" : "/v1/completions", body.dump(), 120s));
@@ -337,6 +337,14 @@ Result<ServerTrialExecutor::Reply> ServerTrialExecutor::Greedy(const std::string
   json j = json::parse(r.body, nullptr, false);
   if (j.is_discarded()) return DataLoss("accuracy probe: invalid JSON response");
   Reply reply;
+  if (native && j.contains("completion_probabilities") && j["completion_probabilities"].is_array()) {
+    if (auto lp = bench::ParseCompletionLogprobs(json{{"content", j["completion_probabilities"]}})) {
+      reply.tokens = std::move(lp->tokens);
+      reply.top = std::move(lp->top);
+      reply.ids = true;
+      return reply;
+    }
+  }
   if (native && j.contains("tokens") && j["tokens"].is_array()) {
     for (const auto& t : j["tokens"]) reply.tokens.push_back(t.get<int32_t>());
     reply.ids = true;
@@ -357,8 +365,28 @@ Result<ServerTrialExecutor::Reply> ServerTrialExecutor::Greedy(const std::string
   return reply;
 }
 
-bool ServerTrialExecutor::NeedsKld(const Config& config) const {
-  if (!s_.spec.accuracy.kld || s_.perplexity_binary.empty() || s_.adapter->name() != "llama.cpp") return false;
+Result<std::vector<int32_t>> ServerTrialExecutor::Tokenize(const std::string& host, int port, const std::string& text) {
+  // llama-server reads "content", vLLM and SGLang "prompt"; each ignores the other.
+  json body = {{"content", text}, {"prompt", text}, {"add_special", false}, {"add_special_tokens", false}};
+  HONE_ASSIGN_OR_RETURN(auto r, net::PostJson(host, port, "/tokenize", body.dump(), 60s));
+  if (r.status != 200) return Unavailable("/tokenize: HTTP " + std::to_string(r.status));
+  json j = json::parse(r.body, nullptr, false);
+  if (j.is_discarded() || !j.contains("tokens") || !j["tokens"].is_array()) {
+    return DataLoss("/tokenize: no token list in the answer");
+  }
+  std::vector<int32_t> out;
+  for (const json& t : j["tokens"]) {
+    if (t.is_number_integer()) out.push_back(t.get<int32_t>());
+    else if (t.is_object() && t.contains("id")) out.push_back(t["id"].get<int32_t>());
+  }
+  return out;
+}
+
+bool ServerTrialExecutor::NeedsKld(const Config& config, const std::string& server_binary) const {
+  if (!s_.spec.accuracy.kld || s_.adapter->name() != "llama.cpp") return false;
+  if (PerplexityFor(server_binary).empty()) return false;
+  // A patched build is new code: its own llama-perplexity is compared with the stock's.
+  if (!server_binary.empty() && server_binary != s_.server_binary) return true;
   for (const auto& [k, v] : config.values()) {
     const target::Knob* knob = s_.adapter->catalog().Find(k);
     if (knob && target::ChangesNumerics(knob->accuracy_risk) && v != knob->default_value) {
@@ -366,6 +394,13 @@ bool ServerTrialExecutor::NeedsKld(const Config& config) const {
     }
   }
   return false;
+}
+
+std::string ServerTrialExecutor::PerplexityFor(const std::string& server_binary) const {
+  if (server_binary.empty() || server_binary == s_.server_binary) return s_.perplexity_binary;
+  // A patched build (the patch lane builds llama-perplexity next to llama-server).
+  fs::path own = fs::path(server_binary).parent_path() / "llama-perplexity";
+  return sys::FileExists(own.string()) ? own.string() : std::string();
 }
 
 std::vector<std::string> ServerTrialExecutor::RuntimeFlags(const Config& config) const {
@@ -381,10 +416,11 @@ std::vector<std::string> ServerTrialExecutor::RuntimeFlags(const Config& config)
   return out;
 }
 
-Result<std::pair<double, double>> ServerTrialExecutor::RunKld(const Config& config, bool make_base) {
+Result<KldStats> ServerTrialExecutor::RunKld(const Config& config, bool make_base,
+                                                                  const std::string& server_binary) {
   HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
-  std::vector<std::string> argv = {s_.perplexity_binary, "-m", model, "-c", "128", "-b", "128",
-                                   "--kl-divergence-base", kld_base_};
+  const std::string binary = make_base ? s_.perplexity_binary : PerplexityFor(server_binary);
+  std::vector<std::string> argv = {binary, "-m", model, "-c", "128", "-b", "128", "--kl-divergence-base", kld_base_};
   if (make_base) {
     argv.push_back("-f");
     argv.push_back(s_.perplexity_text);
@@ -397,14 +433,110 @@ Result<std::pair<double, double>> ServerTrialExecutor::RunKld(const Config& conf
     return Fail(Error{ErrorCode::kFailedPrecondition, "llama-perplexity failed (" + res.status.ToString() + ")",
                       {{"output_tail", LastLines(res.output, 5)}}});
   }
-  if (make_base) return std::pair<double, double>{0, 100};
-  static const std::regex kld_re(R"(Mean\s+KLD:\s+([0-9.eE+-]+))");
-  static const std::regex top_re(R"(Same top p:\s+([0-9.]+))");
-  std::smatch m1, m2;
-  if (!std::regex_search(res.output, m1, kld_re) || !std::regex_search(res.output, m2, top_re)) {
-    return DataLoss("llama-perplexity printed no KL divergence statistics");
+  if (make_base) return KldStats{};
+  KldStats k;
+  HONE_ASSIGN_OR_RETURN(k, ParseKlDivergenceOutput(res.output));
+  return k;
+}
+
+namespace {
+
+// Positions compared for one probe, its agreement and its KL estimate.
+struct ProbeTally {
+  int compared = 0, matched = 0, kl_positions = 0;
+  double kl_sum = 0;
+  bool by_text = false;
+};
+
+}  // namespace
+
+Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Config& config, const std::string& label,
+                                                                     const std::string& server_binary) {
+  fs::path dir = fs::path(s_.run_dir) / "accuracy";
+  HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
+  target::LaunchContext lc{.server_binary = server_binary.empty() ? s_.server_binary : server_binary,
+                           .model_path = model, .extra_args = s_.spec.target.server_args};
+  HONE_ASSIGN_OR_RETURN(Config launch, s_.models->LaunchConfig(config));
+  HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, launch, lc,
+                                                         {.log_path = (dir / (label + "-server.log")).string()}));
+  ProbeTally t;
+  for (const Probe& p : probes_) {
+    const size_t n = p.reference.size();
+    size_t pos = 0;
+    // Teacher forcing: the candidate continues the reference's prefix; while it agrees
+    // one request covers many positions, after a disagreement it restarts from the
+    // reference's next prefix. Every reference position is compared once.
+    while (pos < n) {
+      std::vector<int32_t> prompt = p.prompt;
+      prompt.insert(prompt.end(), p.reference.begin(), p.reference.begin() + static_cast<std::ptrdiff_t>(pos));
+      HONE_ASSIGN_OR_RETURN(Reply got, Greedy(server->host(), server->port(), prompt, static_cast<int>(n - pos)));
+      if (!got.ids) {
+        // Texts only: the reference is the first token's text (one position a probe).
+        HONE_ASSIGN_OR_RETURN(got, Greedy(server->host(), server->port(), p.prompt, 1));
+        t.by_text = true;
+        ++t.compared;
+        t.matched += !got.tokens.empty() && got.tokens[0] == p.reference[0];
+        break;
+      }
+      size_t k = 0;
+      bool diverged = false;
+      for (; k < got.tokens.size() && pos + k < n; ++k) {
+        const size_t at = pos + k;
+        ++t.compared;
+        if (at < p.top.size() && !p.top[at].empty() && k < got.top.size() && !got.top[k].empty()) {
+          t.kl_sum += bench::KlEstimate(p.top[at], got.top[k]);
+          ++t.kl_positions;
+        }
+        if (got.tokens[k] != p.reference[at]) {
+          diverged = true;
+          break;
+        }
+        ++t.matched;
+      }
+      if (diverged) {
+        pos += k + 1;
+      } else if (k == 0) {
+        ++t.compared;  // an empty answer: the position counts as a disagreement
+        ++pos;
+      } else {
+        pos += k;
+      }
+    }
   }
-  return std::pair<double, double>{ParseDouble(m1[1].str()).value_or(1e9), ParseDouble(m2[1].str()).value_or(0)};
+  server->Stop();
+  Comparison c;
+  c.compared = t.compared;
+  c.matched = t.matched;
+  c.agreement = t.compared ? static_cast<double>(t.matched) / t.compared : 1.0;
+  c.kl_positions = t.kl_positions;
+  if (t.kl_positions > 0) c.kl_estimate = t.kl_sum / t.kl_positions;
+  c.by_text = t.by_text;
+  return c;
+}
+
+std::string ServerTrialExecutor::MethodName(const Comparison& c) const {
+  if (c.by_text) return "first greedy token's text (the engine gave no token ids)";
+  if (c.kl_positions > 0) return "teacher-forced greedy tokens with top-" + std::to_string(kTopLogprobs) + " logprobs";
+  return "teacher-forced greedy tokens (no logprobs)";
+}
+
+AccuracyGateInfo GateThresholds(const spec::AccuracySpec& a, AccuracyGateInfo gate) {
+  gate.min_agreement = a.min_token_agreement;
+  gate.max_kld = a.max_kld;
+  gate.max_ppl_delta = a.max_ppl_delta;
+  gate.nondeterministic = gate.aa_ran && (gate.aa_agreement < 1.0 || gate.aa_kl.value_or(0) > 1e-6);
+  if (!gate.nondeterministic) return gate;
+  // The stock disagrees with itself: a candidate is held to what a restart of the
+  // stock achieves, not blamed for the engine's nondeterminism.
+  gate.min_agreement = std::min(a.min_token_agreement, std::max(0.0, gate.aa_agreement - 0.05));
+  if (gate.aa_kl) gate.max_kld = std::max(a.max_kld, 2 * *gate.aa_kl);
+  char buf[300];
+  std::snprintf(buf, sizeof buf,
+                "the stock's greedy outputs differ across restarts (A/A agreement %.1f%%, KL %.3g): thresholds "
+                "widened to min agreement %.1f%%, max KL %.3g",
+                gate.aa_agreement * 100, gate.aa_kl.value_or(0), gate.min_agreement * 100, gate.max_kld);
+  gate.note = buf;
+  return gate;
 }
 
 Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
@@ -413,12 +545,14 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
   fs::path dir = fs::path(s_.run_dir) / "accuracy";
   HONE_TRY(sys::EnsureDir(dir));
   fs::path ref = dir / "reference.json";
-  probes_.clear();
+  kld_base_ = (dir / "reference.kld").string();
+  if (!probes_.empty()) return Ok();  // the first reference prepared stays the session's
+  json saved;
   if (sys::FileExists(ref)) {  // resume: the reference is kept
     HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(ref));
-    json j = json::parse(text, nullptr, false);
-    if (!j.is_discarded()) {
-      for (const auto& p : j["probes"]) {
+    saved = json::parse(text, nullptr, false);
+    if (!saved.is_discarded()) {
+      for (const auto& p : saved["probes"]) {
         probes_.push_back({p["prompt"].get<std::vector<int32_t>>(), p["reference"].get<std::vector<int32_t>>(),
                            TopFromJson(p.value("top", json::array()))});
       }
@@ -431,11 +565,32 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     HONE_ASSIGN_OR_RETURN(Config stock_launch, s_.models->LaunchConfig(stock));
     HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, stock_launch, lc,
                                                            {.log_path = (dir / "reference-server.log").string()}));
+    constexpr size_t kPromptTokens = 32;
+    // Text-like prompts: windows of a fixed text, in the served model's own tokens.
+    std::vector<int32_t> text_tokens;
+    std::string source;
+    const size_t probes = static_cast<size_t>(a.probes);
+    if (auto text = sys::ReadFile(s_.perplexity_text); !text) {
+      source = "random token ids (no text: " + text.error().message + ")";
+    } else if (auto tokens = Tokenize(server->host(), server->port(), *text); !tokens) {
+      source = "random token ids (" + tokens.error().message + ")";
+    } else if (tokens->size() < kPromptTokens + probes) {
+      source = "random token ids (the text is only " + std::to_string(tokens->size()) + " tokens)";
+    } else {
+      text_tokens = std::move(*tokens);
+      source = "windows of a fixed text (" + std::to_string(text_tokens.size()) + " tokens, tokenized by the server)";
+    }
     Rng rng(s_.spec.workload.seed ^ 0xacc);
-    json out = {{"probes", json::array()}};
-    for (int i = 0; i < a.probes; ++i) {
+    json out = {{"probes", json::array()}, {"source", source}};
+    for (size_t i = 0; i < probes; ++i) {
       Probe p;
-      for (int k = 0; k < 32; ++k) p.prompt.push_back(static_cast<int32_t>(rng.Uniform(1000, 30999)));
+      if (!text_tokens.empty()) {
+        const size_t stride = (text_tokens.size() - kPromptTokens) / probes;
+        auto begin = text_tokens.begin() + static_cast<std::ptrdiff_t>(i * stride);
+        p.prompt.assign(begin, begin + kPromptTokens);
+      } else {
+        for (size_t k = 0; k < kPromptTokens; ++k) p.prompt.push_back(static_cast<int32_t>(rng.Uniform(1000, 30999)));
+      }
       HONE_ASSIGN_OR_RETURN(Reply reply, Greedy(server->host(), server->port(), p.prompt, a.probe_tokens));
       if (!reply.ids) {
         // Texts only: the reference is the first token's text, as the check compares it.
@@ -448,10 +603,42 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
     }
     server->Stop();
     HONE_TRY(sys::WriteFileAtomic(ref, out.dump() + "\n"));
+    saved = std::move(out);
+    if (a.aa) {
+      // A/A: the stock again on a fresh server; what it achieves against its own
+      // reference is the spread every candidate is judged against.
+      auto aa = Compare(stock, "aa-stock", "");
+      if (aa) {
+        saved["aa"] = {{"agreement", aa->agreement}, {"positions", aa->compared},
+                       {"kl", aa->kl_estimate ? json(*aa->kl_estimate) : json(nullptr)},
+                       {"method", MethodName(*aa)}};
+      } else if (aa.error().code == ErrorCode::kCancelled) {
+        return Fail(aa.error());
+      } else {
+        saved["aa_error"] = aa.error().message;
+      }
+      HONE_TRY(sys::WriteFileAtomic(ref, saved.dump() + "\n"));
+    }
   }
-  kld_base_ = (dir / "reference.kld").string();
+  gate_ = {};
+  gate_.prepared = true;
+  gate_.probes = saved.value("source", "random token ids");
+  for (const Probe& p : probes_) gate_.positions += static_cast<int>(p.reference.size());
+  if (saved.contains("aa") && saved["aa"].is_object()) {
+    const json& aa = saved["aa"];
+    gate_.aa_ran = true;
+    gate_.aa_agreement = aa.value("agreement", 1.0);
+    gate_.aa_positions = aa.value("positions", 0);
+    if (aa.contains("kl") && aa["kl"].is_number()) gate_.aa_kl = aa["kl"].get<double>();
+    gate_.method = aa.value("method", "");
+  } else {
+    gate_.note = saved.contains("aa_error") ? "A/A not measured: " + saved.value("aa_error", "")
+                                            : "A/A not measured (accuracy.aa: false)";
+  }
+  gate_.kld_tool = a.kld && s_.adapter->name() == "llama.cpp" && !s_.perplexity_binary.empty();
+  gate_ = GateThresholds(a, std::move(gate_));
   if (a.kld && !s_.perplexity_binary.empty() && s_.adapter->name() == "llama.cpp" && !sys::FileExists(kld_base_)) {
-    HONE_TRY(RunKld(stock, /*make_base=*/true));
+    HONE_TRY(RunKld(stock, /*make_base=*/true, ""));
   }
   return Ok();
 }
@@ -466,6 +653,10 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   if (auto it = accuracy_cache_.find(key); it != accuracy_cache_.end()) return it->second;
   fs::path dir = fs::path(s_.run_dir) / "accuracy";
   fs::path cached = dir / (key + ".json");
+  auto opt = [](const json& j, const char* name) -> std::optional<double> {
+    if (j.contains(name) && j[name].is_number()) return j[name].get<double>();
+    return std::nullopt;
+  };
   if (sys::FileExists(cached)) {
     HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(cached));
     json j = json::parse(text, nullptr, false);
@@ -474,84 +665,88 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
       out.passed = j.value("passed", false);
       out.token_agreement = j.value("token_agreement", 0.0);
       out.probes_compared = j.value("probes_compared", 0);
-      if (j.contains("kld_mean") && !j["kld_mean"].is_null()) out.kld_mean = j["kld_mean"].get<double>();
-      if (j.contains("same_top") && !j["same_top"].is_null()) out.same_top = j["same_top"].get<double>();
+      out.kld_mean = opt(j, "kld_mean");
+      out.same_top = opt(j, "same_top");
+      out.kl_estimate = opt(j, "kl_estimate");
+      out.kl_positions = j.value("kl_positions", 0);
+      out.ppl_ratio = opt(j, "ppl_ratio");
       out.detail = j.value("detail", "");
       accuracy_cache_[key] = out;
       return out;
     }
   }
-  HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
-  target::LaunchContext lc{.server_binary = server_binary.empty() ? s_.server_binary : server_binary,
-                           .model_path = model, .extra_args = s_.spec.target.server_args};
-  HONE_ASSIGN_OR_RETURN(Config launch, s_.models->LaunchConfig(config));
-  HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, launch, lc,
-                                                         {.log_path = (dir / (label + "-server.log")).string()}));
+  HONE_ASSIGN_OR_RETURN(Comparison c, Compare(config, label, server_binary));
   out.ran = true;
-  int matched = 0, compared = 0, kl_positions = 0;
-  double kl_sum = 0;
-  bool by_text = false;
-  for (const Probe& p : probes_) {
-    int n = static_cast<int>(p.reference.size());
-    // Teacher forcing: the candidate continues the reference's own prefix.
-    for (int j : std::set<int>{0, n / 4, n / 2, (3 * n) / 4}) {
-      if (j >= n) continue;
-      std::vector<int32_t> prompt = p.prompt;
-      prompt.insert(prompt.end(), p.reference.begin(), p.reference.begin() + j);
-      HONE_ASSIGN_OR_RETURN(Reply got, Greedy(server->host(), server->port(), prompt, 1));
-      by_text = by_text || !got.ids;
-      ++compared;
-      matched += !got.tokens.empty() && got.tokens[0] == p.reference[static_cast<size_t>(j)];
-      if (static_cast<size_t>(j) < p.top.size() && !p.top[static_cast<size_t>(j)].empty() && !got.top.empty()) {
-        kl_sum += bench::KlEstimate(p.top[static_cast<size_t>(j)], got.top[0]);
-        ++kl_positions;
-      }
-    }
-  }
-  server->Stop();
-  out.probes_compared = compared;
-  out.token_agreement = compared ? static_cast<double>(matched) / compared : 1.0;
-  out.passed = out.token_agreement >= a.min_token_agreement;
-  // Which comparison this was, for the report.
-  std::string method = s_.adapter->name() == "llama.cpp" ? "teacher-forced greedy tokens"
-                       : by_text                         ? "first greedy token's text (the engine gave no token ids)"
-                       : kl_positions > 0 ? "teacher-forced top-" + std::to_string(kTopLogprobs) + " logprobs"
-                                          : "teacher-forced greedy tokens (no logprobs)";
-  char buf[200];
-  std::snprintf(buf, sizeof buf, ": token agreement %.1f%% (%d/%d, min %.0f%%)", out.token_agreement * 100, matched,
-                compared, a.min_token_agreement * 100);
-  out.detail = method + buf;
-  if (kl_positions > 0 && !NeedsKld(config)) {
-    // The logprob estimate stands in for llama-perplexity; it gates, as that does,
-    // only configurations that change numerics.
-    const double kl = kl_sum / kl_positions;
-    out.kld_mean = kl;
-    const bool gated = a.kld && s_.adapter->catalog().ChangesNumerics(config);
-    if (gated) out.passed = out.passed && kl <= a.max_kld;
+  out.probes_compared = c.compared;
+  out.token_agreement = c.agreement;
+  out.kl_estimate = c.kl_estimate;
+  out.kl_positions = c.kl_positions;
+  out.passed = out.token_agreement >= gate_.min_agreement;
+  char buf[240];
+  std::snprintf(buf, sizeof buf, ": token agreement %.1f%% (%d/%d, min %.0f%%)", out.token_agreement * 100, c.matched,
+                c.compared, gate_.min_agreement * 100);
+  out.detail = MethodName(c) + buf;
+  // Changes of medium or high accuracy risk are gated on the KL divergence: the full
+  // one from llama-perplexity where it runs, else the estimate from the top-k lists.
+  const bool risky = (!server_binary.empty() && server_binary != s_.server_binary) ||
+                     s_.adapter->catalog().ChangesNumerics(config);
+  const bool tool = NeedsKld(config, server_binary);
+  if (c.kl_estimate) {
+    const bool gated = a.kld && risky && !tool;
+    if (gated) out.kld_mean = c.kl_estimate;
+    if (gated) out.passed = out.passed && *c.kl_estimate <= gate_.max_kld;
+    std::snprintf(buf, sizeof buf, "; KL estimate %.3g over %d positions%s", *c.kl_estimate, c.kl_positions,
+                  gated ? "" : tool ? " (llama-perplexity gates)" : " (not gated: no numerics change)");
+    out.detail += buf;
     if (gated) {
-      std::snprintf(buf, sizeof buf, "; KL estimate %.3g over %d positions (max %g)", kl, kl_positions, a.max_kld);
-    } else {
-      std::snprintf(buf, sizeof buf, "; KL estimate %.3g over %d positions (not gated: no numerics change)", kl,
-                    kl_positions);
+      std::snprintf(buf, sizeof buf, " (max %g)", gate_.max_kld);
+      out.detail += buf;
     }
-    out.detail += buf;
   }
-  if (NeedsKld(config)) {
-    HONE_ASSIGN_OR_RETURN(auto kld, RunKld(config, false));
-    out.kld_mean = kld.first;
-    out.same_top = kld.second;
-    bool kld_ok = kld.first <= a.max_kld;
-    out.passed = out.passed && kld_ok;
-    std::snprintf(buf, sizeof buf, "; KLD %.5f (max %.5f), same top token %.1f%%", kld.first, a.max_kld, kld.second);
+  if (tool) {
+    HONE_ASSIGN_OR_RETURN(KldStats kld, RunKld(config, false, server_binary));
+    out.kld_mean = kld.kld;
+    out.same_top = kld.same_top;
+    out.ppl_ratio = kld.ppl_ratio;
+    const bool kld_ok = kld.kld <= gate_.max_kld;
+    const bool ppl_ok = !kld.ppl_ratio || std::abs(*kld.ppl_ratio - 1) <= gate_.max_ppl_delta;
+    out.passed = out.passed && kld_ok && ppl_ok;
+    std::snprintf(buf, sizeof buf, "; KLD %.5f (max %.5f), same top token %.1f%%", kld.kld, gate_.max_kld,
+                  kld.same_top);
     out.detail += buf;
+    if (kld.ppl_ratio) {
+      std::snprintf(buf, sizeof buf, ", PPL ratio %.4f (max delta %.3g)", *kld.ppl_ratio, gate_.max_ppl_delta);
+      out.detail += buf;
+    }
+    if (!server_binary.empty() && server_binary != s_.server_binary) out.detail += " (the patched build's llama-perplexity)";
   }
-  json j = {{"passed", out.passed}, {"token_agreement", out.token_agreement}, {"probes_compared", compared},
+  json j = {{"passed", out.passed}, {"token_agreement", out.token_agreement}, {"probes_compared", c.compared},
             {"kld_mean", out.kld_mean ? json(*out.kld_mean) : json(nullptr)},
-            {"same_top", out.same_top ? json(*out.same_top) : json(nullptr)}, {"detail", out.detail},
+            {"same_top", out.same_top ? json(*out.same_top) : json(nullptr)},
+            {"kl_estimate", out.kl_estimate ? json(*out.kl_estimate) : json(nullptr)},
+            {"kl_positions", out.kl_positions},
+            {"ppl_ratio", out.ppl_ratio ? json(*out.ppl_ratio) : json(nullptr)}, {"detail", out.detail},
             {"config", config.ToString()}};
   HONE_TRY(sys::WriteFileAtomic(cached, j.dump(2) + "\n"));
   accuracy_cache_[key] = out;
   return out;
+}
+
+Result<KldStats> ParseKlDivergenceOutput(const std::string& output) {
+  static const std::regex kld_re(R"(Mean\s+KLD:\s+([0-9.eE+-]+))");
+  static const std::regex top_re(R"(Same top p:\s+([0-9.]+))");
+  static const std::regex ppl_re(R"(Mean\s+PPL\(Q\)/PPL\(base\)\s*:\s*([0-9.eE+-]+))");
+  std::smatch m1, m2, m3;
+  if (!std::regex_search(output, m1, kld_re) || !std::regex_search(output, m2, top_re)) {
+    return DataLoss("llama-perplexity printed no KL divergence statistics");
+  }
+  KldStats k;
+  k.kld = ParseDouble(m1[1].str()).value_or(1e9);
+  k.same_top = ParseDouble(m2[1].str()).value_or(0);
+  if (std::regex_search(output, m3, ppl_re)) {
+    if (auto r = ParseDouble(m3[1].str())) k.ppl_ratio = *r;
+  }
+  return k;
 }
 
 }  // namespace hone::measure

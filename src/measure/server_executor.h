@@ -51,6 +51,20 @@ struct ExecutorSetup {
   sys::ProcessRunner* runner = nullptr;
 };
 
+// llama-perplexity --kl-divergence's statistics: mean KLD, "same top" percentage and,
+// where printed, Mean PPL(Q)/PPL(base).
+struct KldStats {
+  double kld = 0;
+  double same_top = 100;
+  std::optional<double> ppl_ratio;
+};
+Result<KldStats> ParseKlDivergenceOutput(const std::string& output);
+
+// The gate's thresholds from the spec and the measured A/A spread: a stock whose
+// greedy outputs differ across restarts is nondeterministic, and the thresholds widen
+// to what the stock achieves against itself (said in `note`).
+AccuracyGateInfo GateThresholds(const spec::AccuracySpec& spec, AccuracyGateInfo gate);
+
 class ServerTrialExecutor final : public TrialExecutor {
  public:
   explicit ServerTrialExecutor(ExecutorSetup setup);
@@ -60,6 +74,7 @@ class ServerTrialExecutor final : public TrialExecutor {
   Status PrepareAccuracy(const Config& stock) override;
   Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label,
                                         const std::string& server_binary = "") override;
+  AccuracyGateInfo AccuracyGate() const override { return gate_; }
 
  private:
   // Top-k log-probabilities at one position: token id -> logprob.
@@ -74,11 +89,24 @@ class ServerTrialExecutor final : public TrialExecutor {
     std::vector<TopLogprobs> top;  // empty: the engine gave no logprobs
     bool ids = false;              // tokens are the engine's ids (else a hash of the text)
   };
+  // A candidate's outputs against the reference, on a fresh server of its own.
+  struct Comparison {
+    int compared = 0, matched = 0, kl_positions = 0;
+    double agreement = 1;
+    std::optional<double> kl_estimate;
+    bool by_text = false;
+  };
   Result<Reply> Greedy(const std::string& host, int port, const std::vector<int32_t>& prompt, int n);
-  bool NeedsKld(const Config& config) const;
+  Result<std::vector<int32_t>> Tokenize(const std::string& host, int port, const std::string& text);
+  Result<Comparison> Compare(const Config& config, const std::string& label, const std::string& server_binary);
+  std::string MethodName(const Comparison& c) const;
+  // llama-perplexity's full-vocabulary KLD runs for this candidate (numerics-changing
+  // knobs, or a patched build with its own llama-perplexity).
+  bool NeedsKld(const Config& config, const std::string& server_binary) const;
+  std::string PerplexityFor(const std::string& server_binary) const;
   void PrepareTokens(const std::string& host, int port, const std::string& model_path);
   std::vector<std::string> RuntimeFlags(const Config& config) const;
-  Result<std::pair<double, double>> RunKld(const Config& config, bool make_base);
+  Result<KldStats> RunKld(const Config& config, bool make_base, const std::string& server_binary);
 
   ExecutorSetup s_;
   sys::Clock& clock_;
@@ -86,6 +114,7 @@ class ServerTrialExecutor final : public TrialExecutor {
   std::vector<Probe> probes_;
   std::string kld_base_;
   std::map<std::string, AccuracyOutcome> accuracy_cache_;  // config hash -> outcome
+  AccuracyGateInfo gate_;
   // Agentic replays: the served model's token plan, calibrated on the first trial's
   // server (then read from the cache); empty with a note when it cannot be made.
   std::optional<bench::TokenPlan> tokens_;

@@ -19,6 +19,7 @@
 #include "bench/metrics.h"
 #include "bench/openai.h"
 #include "bench/trace.h"
+#include "measure/accuracy.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "spec/session_spec.h"
@@ -93,9 +94,12 @@ struct AccuracyOutcome {
   bool passed = true;
   bool ran = false;
   double token_agreement = 1.0;
-  int probes_compared = 0;
-  std::optional<double> kld_mean;
+  int probes_compared = 0;               // teacher-forced positions compared
+  std::optional<double> kld_mean;        // the KL divergence that gated (full or estimated)
   std::optional<double> same_top;
+  std::optional<double> kl_estimate;     // from the server's top-k logprobs
+  int kl_positions = 0;
+  std::optional<double> ppl_ratio;       // llama-perplexity: PPL(candidate)/PPL(stock)
   std::string detail;
 };
 
@@ -110,6 +114,8 @@ class TrialExecutor {
   // Compares `config`'s outputs with the reference.
   virtual Result<AccuracyOutcome> CheckAccuracy(const Config& config, const std::string& label,
                                                 const std::string& server_binary = "") = 0;
+  // The gate's method, thresholds and A/A spread (after PrepareAccuracy).
+  virtual AccuracyGateInfo AccuracyGate() const { return {}; }
 };
 
 // Objective value and SLO check of a result under a spec.

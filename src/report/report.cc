@@ -91,6 +91,24 @@ bool Flagged(const session::CandidateRecord& c) {
 
 }  // namespace
 
+std::vector<LoadAtSlo> MaxLoadAtSlo(const session::SessionState& state) {
+  std::vector<LoadAtSlo> out;
+  for (const auto& p : state.sweep) {
+    if (p.stock_slo_excess < 0 && p.best_slo_excess < 0) continue;  // not SLO-checked
+    auto it = std::find_if(out.begin(), out.end(), [&](const LoadAtSlo& l) { return l.isl == p.isl && l.osl == p.osl; });
+    if (it == out.end()) it = out.insert(out.end(), LoadAtSlo{.isl = p.isl, .osl = p.osl});
+    if (p.stock_slo_excess == 0 && (!it->stock_concurrency || p.concurrency > *it->stock_concurrency)) {
+      it->stock_concurrency = p.concurrency;
+      it->stock_tps = p.stock_tps;
+    }
+    if (p.best_slo_excess == 0 && (!it->best_concurrency || p.concurrency > *it->best_concurrency)) {
+      it->best_concurrency = p.concurrency;
+      it->best_tps = p.best_tps;
+    }
+  }
+  return out;
+}
+
 std::vector<Stage> BuildStages(const ReportInput& in) {
   const session::SessionState& s = *in.state;
   std::vector<Stage> stages;
@@ -202,6 +220,46 @@ std::string RenderMarkdown(const ReportInput& in) {
                              std::to_string(p.osl);
       if (!p.stock_slo.empty()) line("| stock at " + at + " | " + Md(p.stock_slo) + " |");
       if (!p.best_slo.empty()) line("| best at " + at + " | " + Md(p.best_slo) + " |");
+    }
+  }
+  if (const auto& g = s.accuracy_gate; g.prepared) {
+    line("");
+    line("## Accuracy gate");
+    line("");
+    line("- Probes: " + Md(g.probes) + "; " + std::to_string(g.positions) +
+         " teacher-forced positions compared per check" + (g.method.empty() ? "" : " (" + Md(g.method) + ")") + ".");
+    line("- Thresholds: top-1 agreement >= " + F("%.1f%%", g.min_agreement * 100) + "; KL divergence <= " +
+         F("%g", g.max_kld) + (g.kld_tool ? " (llama-perplexity over the whole vocabulary, else the top-k estimate)"
+                                          : " (estimated from the server's top-k logprobs)") +
+         (g.kld_tool ? "; |PPL ratio - 1| <= " + F("%g", g.max_ppl_delta) : std::string()) +
+         "; KL and PPL gate only changes of medium or high accuracy risk and patched builds.");
+    if (g.aa_ran) {
+      line("- A/A (the stock against its own reference after a restart): agreement " +
+           F("%.1f%%", g.aa_agreement * 100) + " over " + std::to_string(g.aa_positions) + " positions" +
+           (g.aa_kl ? ", KL estimate " + F("%.3g", *g.aa_kl) : std::string()) + ": " +
+           (g.nondeterministic ? "**nondeterministic** — " + Md(g.note) : std::string("deterministic")) + ".");
+    } else {
+      line("- A/A: " + Md(g.note.empty() ? "not measured" : g.note) + ".");
+    }
+    bool any = false;
+    for (const auto& c : s.candidates) {
+      if (c.accuracy.empty()) continue;
+      if (!any) {
+        line("");
+        line("| id | change | result | measured |");
+        line("|---|---|---|---|");
+        any = true;
+      }
+      line("| " + Md(c.id) + " | `" + Md(c.delta.ToString()) + "` | " + (c.accuracy_passed ? "pass" : "**FAIL**") +
+           " | " + Md(c.accuracy) + " |");
+    }
+    if (!s.close_accuracy.empty()) {
+      if (!any) {
+        line("");
+        line("| id | change | result | measured |");
+        line("|---|---|---|---|");
+      }
+      line("| close | best `" + Md(s.best.ToString()) + "` | | " + Md(s.close_accuracy) + " |");
     }
   }
   line("");
@@ -330,6 +388,20 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("- best: " + FrontText(area.best_front) + "; polygon area " + F("%.4g", area.best_area));
     line("- **polygon-area index (best / stock): " + (area.index ? F("%.3f", *area.index) : std::string("n/a")) +
          "** (polygon: the origin, the axes and the front joined by straight segments; reference point (0, 0))");
+    const auto loads = MaxLoadAtSlo(s);
+    if (!loads.empty()) {
+      line("");
+      line("Max concurrency at SLO (the highest load of the grid at which each configuration met every SLO on its "
+           "pooled requests):");
+      line("");
+      auto at = [&](const std::optional<int>& c, double tps) {
+        return c ? "c" + std::to_string(*c) + " (" + F("%.1f", tps) + " tok/s)" : std::string("no grid point");
+      };
+      for (const LoadAtSlo& l : loads) {
+        line("- ISL " + std::to_string(l.isl) + " / OSL " + std::to_string(l.osl) + ": stock " +
+             at(l.stock_concurrency, l.stock_tps) + ", best " + at(l.best_concurrency, l.best_tps));
+      }
+    }
   }
   line("");
   line("## Phases");
@@ -662,6 +734,7 @@ std::string RenderSummaryJson(const ReportInput& in) {
                                {"infeasible", s.slo_infeasible},
                                {"stock", s.stock_slo},
                                {"best", s.best_slo}}},
+            {"accuracy_gate", json::parse(session::AccuracyGateJson(s.accuracy_gate))},
             {"stages", stages},
             {"candidates", cands},
             {"trials_run", s.trials_run},
@@ -692,6 +765,15 @@ std::string RenderSummaryJson(const ReportInput& in) {
                   {"best_area", area.best_area},
                   {"area_index", area.index ? json(*area.index) : json(nullptr)},
                   {"area_reference", "origin (0, 0)"}};
+    json loads = json::array();
+    for (const LoadAtSlo& l : MaxLoadAtSlo(s)) {
+      auto arm = [](const std::optional<int>& c, double tps) {
+        return c ? json{{"concurrency", *c}, {"total_tps", tps}} : json(nullptr);
+      };
+      loads.push_back({{"isl", l.isl}, {"osl", l.osl}, {"stock", arm(l.stock_concurrency, l.stock_tps)},
+                       {"best", arm(l.best_concurrency, l.best_tps)}});
+    }
+    if (!loads.empty()) j["sweep"]["max_concurrency_at_slo"] = loads;
   }
   return j.dump(2) + "\n";
 }

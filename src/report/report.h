@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,16 @@ struct Stage {
   std::string evidence;         // candidate / trial ids
 };
 std::vector<Stage> BuildStages(const ReportInput& in);
+
+// "Max concurrency at SLO": per ISL/OSL pair of the sweep, the highest concurrency at
+// which each arm met every SLO on its pooled requests, with its throughput there
+// (unset: no point of the grid met it). Empty without SLO-checked sweep points.
+struct LoadAtSlo {
+  int64_t isl = 0, osl = 0;
+  std::optional<int> stock_concurrency, best_concurrency;
+  double stock_tps = 0, best_tps = 0;
+};
+std::vector<LoadAtSlo> MaxLoadAtSlo(const session::SessionState& state);
 
 std::string RenderMarkdown(const ReportInput& in);
 std::string RenderHtml(const ReportInput& in);

@@ -113,6 +113,43 @@ TEST_F(ReportTest, AnInfeasibleSloIsSaidInTheReportAndSummary) {
   EXPECT_EQ(RenderMarkdown(in_).find("## SLO"), std::string::npos);
 }
 
+// The accuracy gate's probes, thresholds and A/A spread reach report.md and
+// summary.json, with every checked configuration; a nondeterministic stock is said.
+TEST_F(ReportTest, TheAccuracyGateShowsThresholdsAndTheAaSpread) {
+  measure::AccuracyGateInfo g;
+  g.prepared = true;
+  g.probes = "windows of a fixed text (700 tokens, tokenized by the server)";
+  g.method = "teacher-forced greedy tokens with top-8 logprobs";
+  g.positions = 128;
+  g.aa_ran = true;
+  g.aa_agreement = 0.95;
+  g.aa_positions = 128;
+  g.aa_kl = 0.002;
+  g.kld_tool = true;
+  g.min_agreement = 0.90;
+  g.max_kld = 0.01;
+  g.max_ppl_delta = 0.05;
+  g.nondeterministic = true;
+  g.note = "the stock's greedy outputs differ across restarts";
+  state_.accuracy_gate = g;
+  std::string md = RenderMarkdown(in_);
+  EXPECT_NE(md.find("## Accuracy gate"), std::string::npos);
+  EXPECT_NE(md.find("128 teacher-forced positions compared per check"), std::string::npos) << md;
+  EXPECT_NE(md.find("top-1 agreement >= 90.0%"), std::string::npos) << md;
+  EXPECT_NE(md.find("|PPL ratio - 1| <= 0.05"), std::string::npos) << md;
+  EXPECT_NE(md.find("agreement 95.0% over 128 positions"), std::string::npos) << md;
+  EXPECT_NE(md.find("**nondeterministic**"), std::string::npos) << md;
+  // Every accuracy-checked candidate has a row (the fake's q4_0 fails it).
+  EXPECT_NE(md.find("`weights=q4_0` | **FAIL** | token agreement 50% |"), std::string::npos) << md;
+  auto j = nlohmann::json::parse(RenderSummaryJson(in_));
+  EXPECT_EQ(j["accuracy_gate"]["positions"], 128);
+  EXPECT_EQ(j["accuracy_gate"]["nondeterministic"], true);
+  EXPECT_DOUBLE_EQ(j["accuracy_gate"]["aa_agreement"].get<double>(), 0.95);
+  state_.accuracy_gate = {};  // accuracy off: no section, null in the summary
+  EXPECT_EQ(RenderMarkdown(in_).find("## Accuracy gate"), std::string::npos);
+  EXPECT_TRUE(nlohmann::json::parse(RenderSummaryJson(in_))["accuracy_gate"].is_null());
+}
+
 TEST_F(ReportTest, SummaryJsonAndFiles) {
   ASSERT_OK(WriteReports(in_, dir_->path().string()));
   auto text = sys::ReadFile(dir_->path() / "summary.json");
@@ -152,6 +189,48 @@ TEST_F(ReportTest, SweepCarriesTheParetoFrontAndAreaIndex) {
   EXPECT_NEAR(j["sweep"]["area_index"].get<double>(), *want.index, 1e-9);
   EXPECT_EQ(j["sweep"]["best_front"].size(), want.best_front.size());
   EXPECT_NE(RenderHtml(in_).find("<polyline"), std::string::npos);
+}
+
+// "Max concurrency at SLO": the highest load of the grid at which each arm met the
+// SLO, per ISL/OSL pair, in report.md and summary.json.
+TEST_F(ReportTest, TheSweepNamesTheHighestLoadEachConfigSustainsWithinTheSlo) {
+  spec_.objective.slos = {{"p90_itl_ms", false, 50}};
+  state_.sweep.clear();
+  for (int c : {1, 4, 16}) {
+    session::SweepPointRecord p;
+    p.concurrency = c;
+    p.isl = 128;
+    p.osl = 32;
+    p.stock_tps = 10.0 * c;
+    p.best_tps = 15.0 * c;
+    p.stock_slo_excess = c <= 4 ? 0 : 0.6;
+    p.best_slo_excess = 0;
+    p.verdict = Verdict::kKeep;
+    state_.sweep.push_back(p);
+  }
+  session::SweepPointRecord other;  // another ISL/OSL pair where the stock never meets it
+  other.concurrency = 1;
+  other.isl = 1024;
+  other.osl = 8;
+  other.stock_slo_excess = 0.2;
+  other.best_slo_excess = 0;
+  other.best_tps = 7;
+  state_.sweep.push_back(other);
+  auto loads = MaxLoadAtSlo(state_);
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_EQ(loads[0].stock_concurrency, 4);
+  EXPECT_EQ(loads[0].best_concurrency, 16);
+  EXPECT_DOUBLE_EQ(loads[0].best_tps, 240);
+  EXPECT_FALSE(loads[1].stock_concurrency.has_value());
+  std::string md = RenderMarkdown(in_);
+  EXPECT_NE(md.find("- ISL 128 / OSL 32: stock c4 (40.0 tok/s), best c16 (240.0 tok/s)"), std::string::npos) << md;
+  EXPECT_NE(md.find("- ISL 1024 / OSL 8: stock no grid point, best c1 (7.0 tok/s)"), std::string::npos) << md;
+  auto j = nlohmann::json::parse(RenderSummaryJson(in_));
+  EXPECT_EQ(j["sweep"]["max_concurrency_at_slo"][0]["stock"]["concurrency"], 4);
+  EXPECT_TRUE(j["sweep"]["max_concurrency_at_slo"][1]["stock"].is_null());
+  // Sweep points never checked against an SLO name no load.
+  for (auto& p : state_.sweep) p.stock_slo_excess = p.best_slo_excess = -1;
+  EXPECT_TRUE(MaxLoadAtSlo(state_).empty());
 }
 
 // Text from servers (log excerpts in reasons), agents (ideas, knob values, critic

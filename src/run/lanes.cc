@@ -23,7 +23,10 @@ Result<std::unique_ptr<session::PatchLane>> BuildPatchLane(const spec::SessionSp
   po.repo = engine.provisioned.src_dir.string();
   po.run_dir = run_dir;
   po.rules_path = ctx.data_dir + "/data/policy/rules.yaml";
-  po.recipe = patch::CMakeRecipe("llama.cpp llama-server", args, {"llama-server"}, {"bin/llama-server"});
+  // llama-perplexity too: the accuracy gate measures a patched build's KL divergence
+  // with the patched code, not the stock's.
+  po.recipe = patch::CMakeRecipe("llama.cpp llama-server", args, {"llama-server", "llama-perplexity"},
+                                 {"bin/llama-server", "bin/llama-perplexity"});
   po.clock = ctx.clock;
   po.runner = ctx.runner;
   HONE_ASSIGN_OR_RETURN(auto lane, session::ExecutorPatchLane::Create(po));

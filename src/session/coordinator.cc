@@ -178,6 +178,8 @@ Status Coordinator::Sweep() {
           const measure::PooledSlo best_slo = ledger_.SloOf(rec.best_trials);
           rec.stock_slo = stock_slo.Describe();
           rec.best_slo = best_slo.Describe();
+          rec.stock_slo_excess = stock_slo.excess;
+          rec.best_slo_excess = best_slo.excess;
           if (rec.verdict == Verdict::kKeep && !best_slo.ok) rec.verdict = Verdict::kRevert;  // no KEEP off the SLO
         }
         rec.best_config = rec.verdict == Verdict::kKeep ? state_.best.ToString() : state_.stock.ToString();

@@ -975,7 +975,8 @@ class SloTest : public CoordinatorTest {
   void SetUp() override {
     CoordinatorTest::SetUp();
     exec_.requests = [this](const measure::TrialRequest& req, bench::BenchResult& r) {
-      const double itl_s = itl_ms.at(req.config.GetOr("speed", "stock")) / 1e3;
+      double itl_s = itl_ms.at(req.config.GetOr("speed", "stock")) / 1e3;
+      if (itl_per_concurrency > 0) itl_s *= req.point.concurrency * itl_per_concurrency;
       r.successful = r.total = 16;
       r.duration_s = 10;
       r.samples = {};
@@ -994,6 +995,7 @@ class SloTest : public CoordinatorTest {
     return s;
   }
   std::map<std::string, double> itl_ms;  // "stock" or the speed knob's value -> ms
+  double itl_per_concurrency = 0;        // when set: itl_ms x concurrency x this
 };
 
 TEST_F(SloTest, PooledP90ItlVetoesAMeasuredKeep) {
@@ -1024,6 +1026,30 @@ TEST_F(SloTest, ViolatingStockWithNothingFeasibleIsReportedInfeasible) {
   EXPECT_NE(s.stock_slo.find("p90_itl_ms = 60 violates"), std::string::npos) << s.stock_slo;
   EXPECT_NE(s.slo_infeasible.find("infeasible"), std::string::npos);
   EXPECT_NE(s.slo_infeasible.find("closest: stock"), std::string::npos) << s.slo_infeasible;  // 60 ms: the least miss
+}
+
+// The sweep judges each arm against the SLO at every operating point, so the report
+// can name the highest load each configuration sustains within it.
+TEST_F(SloTest, TheSweepJudgesEachArmAtEveryLoad) {
+  exec_.factors = {{"speed=fast", 1.20}};
+  itl_ms = {{"stock", 10}, {"fast", 3}};  // ms per unit of concurrency
+  itl_per_concurrency = 1;
+  spec::SessionSpec spec = SloSpec();
+  spec.workload.concurrency = 1;
+  spec.workload.sweep_concurrency = {1, 4, 16};
+  ListProposer p({"speed=fast"});
+  SessionState s = Run(spec, &p);
+  ASSERT_FALSE(s.BestIsStock());
+  ASSERT_EQ(s.sweep.size(), 3u);
+  // stock: 10, 40, 160 ms; fast: 3, 12, 48 ms against p90_itl_ms <= 50.
+  EXPECT_EQ(s.sweep[0].stock_slo_excess, 0);
+  EXPECT_EQ(s.sweep[1].stock_slo_excess, 0);
+  EXPECT_GT(s.sweep[2].stock_slo_excess, 0) << s.sweep[2].stock_slo;
+  for (const SweepPointRecord& pt : s.sweep) EXPECT_EQ(pt.best_slo_excess, 0) << pt.concurrency << " " << pt.best_slo;
+  // Kept in state.json.
+  auto back = StateFromJson(StateToJson(s));
+  ASSERT_OK(back);
+  EXPECT_GT(back->sweep[2].stock_slo_excess, 0);
 }
 
 TEST_F(SloTest, ViolatingStockDoesNotHideAFeasibleCandidate) {

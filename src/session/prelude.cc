@@ -291,6 +291,18 @@ Status Coordinator::Prelude() {
       state_.close_accuracy = "accuracy reference unavailable: " + acc.error().message;
       ledger_.Progress(state_.close_accuracy);
     }
+    state_.accuracy_gate = services_.executor->AccuracyGate();
+    if (const auto& g = state_.accuracy_gate; g.prepared) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "accuracy gate: %d positions per check; A/A agreement %.1f%%", g.positions,
+                    g.aa_agreement * 100);
+      ledger_.Progress(std::string(buf) + (g.aa_ran ? "" : " (not measured)") +
+                       (g.nondeterministic ? "; NONDETERMINISTIC: " + g.note : ""));
+      ledger_.Event("accuracy_gate", {{"positions", std::to_string(g.positions)},
+                                      {"aa_agreement", std::to_string(g.aa_agreement)},
+                                      {"nondeterministic", g.nondeterministic ? "true" : "false"},
+                                      {"note", g.note}});
+    }
   }
   HONE_TRY(JudgeReplay());
   ledger_.EndPhase(PhaseStatus::kDone, "");

@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/verdict.h"
+#include "measure/accuracy.h"
 
 namespace hone::session {
 
@@ -92,6 +93,7 @@ struct SweepPointRecord {
   double stock_tps = 0, best_tps = 0;        // total tok/s
   std::vector<std::string> stock_trials, best_trials;
   std::string stock_slo, best_slo;  // pooled SLO status per arm ("" = no SLO)
+  double stock_slo_excess = -1, best_slo_excess = -1;  // largest relative miss (0 = met, -1 = not checked)
   std::optional<Verdict> verdict;  // KEEP, REVERT, INCONCLUSIVE or INVALID; unset: not measured
 };
 
@@ -138,6 +140,8 @@ struct SessionState {
   std::vector<std::string> validation_trials;
   std::optional<Verdict> validation_verdict;  // KEEP, REVERT, INCONCLUSIVE or NOT_VALIDATED; unset: not run
   std::string close_accuracy;
+  // The accuracy gate: probes, method, thresholds in force and the stock's A/A spread.
+  measure::AccuracyGateInfo accuracy_gate;
 
   // SLOs (objective.slo), each judged on requests pooled over a config's trials.
   std::string stock_slo;        // the stock's, over its baseline and A/A trials ("" = no SLO)
@@ -214,5 +218,9 @@ struct Event {
 // Reads events.jsonl. A line that is not a whole event (a torn last line after a
 // crash, or damage) is skipped and its 1-based number added to `damaged`.
 Result<std::vector<Event>> ReadEvents(const std::string& path, std::vector<int>* damaged = nullptr);
+
+// The accuracy gate's record as one JSON object ("null" when it was not prepared), as
+// state.json and summary.json hold it.
+std::string AccuracyGateJson(const measure::AccuracyGateInfo& gate);
 
 }  // namespace hone::session

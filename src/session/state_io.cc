@@ -115,6 +115,43 @@ Config ConfigFrom(const json& j) {
   return c;
 }
 
+json GateJson(const measure::AccuracyGateInfo& g) {
+  if (!g.prepared) return json(nullptr);
+  return {{"probes", g.probes},
+          {"method", g.method},
+          {"positions", g.positions},
+          {"min_agreement", g.min_agreement},
+          {"max_kld", g.max_kld},
+          {"max_ppl_delta", g.max_ppl_delta},
+          {"kld_tool", g.kld_tool},
+          {"aa_ran", g.aa_ran},
+          {"aa_agreement", g.aa_agreement},
+          {"aa_positions", g.aa_positions},
+          {"aa_kl", g.aa_kl ? json(*g.aa_kl) : json(nullptr)},
+          {"nondeterministic", g.nondeterministic},
+          {"note", g.note}};
+}
+
+measure::AccuracyGateInfo GateFromJson(const json& j) {
+  measure::AccuracyGateInfo g;
+  if (!j.is_object()) return g;
+  g.prepared = true;
+  g.probes = j.value("probes", "");
+  g.method = j.value("method", "");
+  g.positions = j.value("positions", 0);
+  g.min_agreement = j.value("min_agreement", 0.0);
+  g.max_kld = j.value("max_kld", 0.0);
+  g.max_ppl_delta = j.value("max_ppl_delta", 0.0);
+  g.kld_tool = j.value("kld_tool", false);
+  g.aa_ran = j.value("aa_ran", false);
+  g.aa_agreement = j.value("aa_agreement", 1.0);
+  g.aa_positions = j.value("aa_positions", 0);
+  if (j.contains("aa_kl") && j["aa_kl"].is_number()) g.aa_kl = j["aa_kl"].get<double>();
+  g.nondeterministic = j.value("nondeterministic", false);
+  g.note = j.value("note", "");
+  return g;
+}
+
 json CandidateJson(const CandidateRecord& c) {
   return {{"id", c.id},
           {"phase", CandidatePhaseName(c.phase)},
@@ -212,7 +249,8 @@ std::string StateToJson(const SessionState& s) {
                      {"stock_objective", p.stock_objective}, {"best_objective", p.best_objective},
                      {"stock_intvty", p.stock_intvty}, {"best_intvty", p.best_intvty}, {"stock_tps", p.stock_tps},
                      {"best_tps", p.best_tps}, {"stock_trials", p.stock_trials}, {"best_trials", p.best_trials},
-                     {"stock_slo", p.stock_slo}, {"best_slo", p.best_slo}, {"verdict", Name(p.verdict)}});
+                     {"stock_slo", p.stock_slo}, {"best_slo", p.best_slo}, {"stock_slo_excess", p.stock_slo_excess},
+                     {"best_slo_excess", p.best_slo_excess}, {"verdict", Name(p.verdict)}});
   }
   json j = {{"version", s.version},
             {"session_id", s.session_id},
@@ -253,6 +291,7 @@ std::string StateToJson(const SessionState& s) {
             {"validation_trials", s.validation_trials},
             {"validation_verdict", Name(s.validation_verdict)},
             {"close_accuracy", s.close_accuracy},
+            {"accuracy_gate", GateJson(s.accuracy_gate)},
             {"stock_slo", s.stock_slo},
             {"stock_slo_excess", s.stock_slo_excess},
             {"best_slo", s.best_slo},
@@ -335,6 +374,8 @@ Result<SessionState> StateFromJson(const std::string& text) {
       r.best_trials = p.value("best_trials", std::vector<std::string>{});
       r.stock_slo = p.value("stock_slo", "");
       r.best_slo = p.value("best_slo", "");
+      r.stock_slo_excess = p.value("stock_slo_excess", -1.0);
+      r.best_slo_excess = p.value("best_slo_excess", -1.0);
       r.verdict = OptionalVerdictFrom(p.value("verdict", ""));
       s.sweep.push_back(r);
     }
@@ -348,6 +389,7 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.validation_trials = j.value("validation_trials", std::vector<std::string>{});
     s.validation_verdict = OptionalVerdictFrom(j.value("validation_verdict", ""));
     s.close_accuracy = j.value("close_accuracy", "");
+    if (j.contains("accuracy_gate")) s.accuracy_gate = GateFromJson(j["accuracy_gate"]);
     s.stock_slo = j.value("stock_slo", "");
     s.stock_slo_excess = j.value("stock_slo_excess", -1.0);
     s.best_slo = j.value("best_slo", "");
@@ -481,5 +523,7 @@ Result<std::vector<Event>> ReadEvents(const std::string& path, std::vector<int>*
   }
   return out;
 }
+
+std::string AccuracyGateJson(const measure::AccuracyGateInfo& gate) { return GateJson(gate).dump(); }
 
 }  // namespace hone::session

@@ -27,10 +27,20 @@ TEST(StateTest, RoundTripsEveryField) {
   s.sweep.push_back({});
   s.validated = true;
   s.validated_gain = 0.6;
+  s.accuracy_gate.prepared = true;
+  s.accuracy_gate.positions = 128;
+  s.accuracy_gate.aa_ran = true;
+  s.accuracy_gate.aa_agreement = 0.97;
+  s.accuracy_gate.aa_kl = 0.003;
+  s.accuracy_gate.nondeterministic = true;
+  s.accuracy_gate.note = "widened";
   auto back = StateFromJson(StateToJson(s));
   ASSERT_OK(back);
   EXPECT_EQ(StateToJson(*back), StateToJson(s));
   EXPECT_EQ(back->candidates[0].delta.ToString(), "weights=q8_0");
+  EXPECT_EQ(back->accuracy_gate.positions, 128);
+  EXPECT_EQ(back->accuracy_gate.aa_kl, 0.003);
+  EXPECT_TRUE(back->accuracy_gate.nondeterministic);
   EXPECT_FALSE(StateFromJson("{not json"));
 }
 

@@ -199,7 +199,8 @@ Status ParseObjective(const Field& f, ObjectiveSpec& o, const std::vector<std::s
 
 Status ParseAccuracy(const Field& f, AccuracySpec& a) {
   if (!f.defined()) return Ok();
-  HONE_TRY(f.CheckKeys({"enabled", "probes", "probe_tokens", "min_token_agreement", "kld", "max_kld"}));
+  HONE_TRY(f.CheckKeys({"enabled", "probes", "probe_tokens", "min_token_agreement", "kld", "max_kld",
+                           "max_ppl_delta", "aa"}));
   HONE_ASSIGN_OR_RETURN(a.enabled, f["enabled"].BoolOr(true));
   HONE_ASSIGN_OR_RETURN(int64_t p, f["probes"].IntOr(8, 1, 1000));
   a.probes = static_cast<int>(p);
@@ -208,6 +209,8 @@ Status ParseAccuracy(const Field& f, AccuracySpec& a) {
   HONE_ASSIGN_OR_RETURN(a.min_token_agreement, f["min_token_agreement"].DoubleOr(0.9, 0, 1));
   HONE_ASSIGN_OR_RETURN(a.kld, f["kld"].BoolOr(true));
   HONE_ASSIGN_OR_RETURN(a.max_kld, f["max_kld"].DoubleOr(0.01, 0, 100));
+  HONE_ASSIGN_OR_RETURN(a.max_ppl_delta, f["max_ppl_delta"].DoubleOr(0.05, 0, 100));
+  HONE_ASSIGN_OR_RETURN(a.aa, f["aa"].BoolOr(true));
   return Ok();
 }
 

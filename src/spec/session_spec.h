@@ -98,8 +98,10 @@ struct AccuracySpec {
   int probes = 8;
   int probe_tokens = 16;
   double min_token_agreement = 0.90;  // teacher-forced greedy top-1 agreement with the baseline
-  bool kld = true;                    // llama.cpp: KL divergence via llama-perplexity
+  bool kld = true;                    // KL divergence: llama-perplexity's, else the top-k estimate
   double max_kld = 0.01;
+  double max_ppl_delta = 0.05;        // llama-perplexity: |PPL(candidate)/PPL(stock) - 1|
+  bool aa = true;                     // check the stock against its own reference after a restart
 };
 
 struct BudgetSpec {

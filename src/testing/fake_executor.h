@@ -120,6 +120,8 @@ class FakeExecutor final : public measure::TrialExecutor {
     HONE_TRY(measure::WriteTrialOutcome(o));
     return o;
   }
+  measure::AccuracyGateInfo gate;                // what AccuracyGate() reports
+  measure::AccuracyGateInfo AccuracyGate() const override { return gate; }
   Status PrepareAccuracy(const Config& reference) override {
     references.push_back(reference);
     return reference_launches ? Ok() : Unavailable("fake: the reference does not start");
