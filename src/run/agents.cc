@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include "agent/text.h"
 #include "core/strings.h"
 #include "policy/rules.h"
+#include "sys/files.h"
 #include "sys/term.h"
 
 namespace hone::run {
@@ -78,7 +80,77 @@ std::vector<std::string> PriorLines(const std::vector<search::Prior>& priors) {
   return out;
 }
 
+// "s1-more-default-slots": the patch id of the i-th specialist task.
+std::string GoalId(size_t index, const std::string& title) {
+  std::string id = "s" + std::to_string(index + 1) + "-";
+  for (char c : title) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(c));
+    if (keep) {
+      id += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (id.back() != '-') {
+      id += '-';
+    }
+  }
+  id = id.substr(0, 48);
+  while (id.back() == '-') id.pop_back();
+  return id;
+}
+
+// What the specialist is told about the session it writes for.
+std::string TaskContext(const spec::SessionSpec& spec) {
+  std::string c = "Serving " + (spec.target.model.path.empty() ? spec.target.model.preset : spec.target.model.path) +
+                  " with " + spec.target.adapter + "; workload " + spec.workload.kind + ", concurrency " +
+                  std::to_string(spec.workload.concurrency) + ", input " + std::to_string(spec.workload.isl) +
+                  " / output " + std::to_string(spec.workload.osl) + " tokens; objective " +
+                  spec.objective.metric + ". hone builds llama-server from your diff and measures it against the "
+                  "current best in paired trials; only a measured gain is kept.";
+  return c;
+}
+
 }  // namespace
+
+Result<session::WrittenPatch> SpecialistWriter::Write(const session::PatchGoal& goal, const std::string& repo,
+                                                      const std::string& base_commit) {
+  agent::SpecialistTask t;
+  t.id = goal.id;
+  t.title = goal.title;
+  t.goal = goal.goal;
+  t.context = context_;
+  t.target = target_;
+  t.repo = repo;
+  t.base = base_commit.empty() ? "HEAD" : base_commit;
+  t.work_dir = work_dir_;
+  t.files = goal.files;
+  Attempt attempt{goal.id, "", {}, ""};
+  auto r = specialist_.Run(t);
+  if (!r) {
+    Error e = r.error();
+    e.message = agent::OneLine(e.message, 400);  // git's output spans lines; the record is one
+    attempt.error = e.message;
+    attempts_.push_back(std::move(attempt));
+    return Fail(std::move(e));
+  }
+  attempt.author = r->author;
+  attempt.claims = r->claims;
+  attempts_.push_back(std::move(attempt));
+  return session::WrittenPatch{r->diff, r->author, r->title, r->summary};
+}
+
+Result<policy::CriticReview> SpecialistWriter::Review(const session::PatchGoal& goal,
+                                                      const session::WrittenPatch& patch) {
+  agent::Decision d;
+  d.kind = "patch";
+  d.subject = goal.id;
+  // A review of the code before it is built: hone measures it only after a sign-off,
+  // and the measured verdict gets its own review then.
+  d.idea = goal.title + ": " + goal.goal + " (not built or measured yet: review the diff itself)";
+  d.diff = patch.diff;
+  d.diff_sha256 = sys::Sha256Hex(patch.diff);
+  d.author = patch.author;
+  d.claimed_gain = 0;  // the specialist's numbers were cut out; it claims nothing here
+  HONE_ASSIGN_OR_RETURN(agent::CriticVerdict v, critic_.Review(d));
+  return agent::ToReview(v, d);
+}
 
 Status ProbeEndpoint(const std::string& url, double timeout_s) {
   std::string rest;
@@ -214,9 +286,17 @@ Result<Agents> BuildAgents(const spec::SessionSpec& spec, const std::string& run
     a.knob_priors = PriorLines(in.priors);
   }
   if (Has(a.roles, "specialist")) {
-    a.warning = "agents.roles: the specialist is not wired into hone run yet (source patches come from the spec's "
-                "patches section); it does not run";
-    sys::LogWarn(a.warning);
+    // The spec requires the critic with the specialist: no diff merges unsigned.
+    if (!a.critic) return InvalidArgument("agents.roles: the specialist's diffs need the critic's sign-off");
+    auto rules = policy::Rules::Load(ctx.data_dir + "/data/policy/rules.yaml");
+    if (!rules) return Fail(rules.error());
+    a.writer = std::make_unique<SpecialistWriter>(
+        client, *a.data, *a.critic, std::make_unique<policy::Rules>(std::move(*rules)),
+        (fs::path(run_dir) / "specialist").string(), spec.target.adapter, TaskContext(spec));
+    for (size_t i = 0; i < as.specialist_tasks.size(); ++i) {
+      const spec::SpecialistTaskSpec& t = as.specialist_tasks[i];
+      a.goals.push_back({GoalId(i, t.title), t.title, t.goal, t.files});
+    }
   }
   if (progress) {
     progress("agents: " + a.backend + " (" + Join(a.roles, ", ") + "); " + a.runtime->meter().Summary() +
@@ -321,6 +401,52 @@ std::string AgentSummary(const Agents& agents, const session::SessionState& stat
            std::to_string(keeps_refused) + " of them measured KEEPs, now REVERT)" +
            (unreviewed ? ", " + std::to_string(unreviewed) + " without a review (the measured verdict stood)" : "") +
            "\n" + lines;
+  }
+  // The specialist: every diff it was asked for and what became of it.
+  if (agents.writer) {
+    int kept = 0, reverted = 0, refused = 0, no_diff = 0, build_failed = 0, untried = 0;
+    std::string lines;
+    for (const session::PatchGoal& g : agents.goals) {
+      const SpecialistWriter::Attempt* attempt = nullptr;
+      for (const auto& at : agents.writer->attempts()) {
+        if (at.goal_id == g.id) attempt = &at;
+      }
+      const session::CandidateRecord* rec = nullptr;
+      for (const session::CandidateRecord& c : state.candidates) {
+        if (c.patch == g.id) rec = &c;
+      }
+      std::string line = "- " + g.id + " '" + g.title + "'";
+      if (attempt && !attempt->author.empty()) line += " by " + attempt->author;
+      if (!rec) {
+        ++untried;
+        line += ": not tried (the session stopped first)";
+      } else if (rec->verdict == Verdict::kKeep) {
+        ++kept;
+        line += ": kept, measured " + Pct(rec->gain) + " (" + rec->id + ": " + rec->rationale + ")";
+      } else if (rec->verdict == Verdict::kBuildFailed) {
+        ++build_failed;
+        line += ": failed to build: " + rec->reason;
+      } else if (rec->verdict == Verdict::kPatchRejected && rec->reason.ends_with("[writer]")) {
+        ++no_diff;
+        line += ": no usable diff (rejected before the gate): " + rec->reason;
+      } else if (rec->verdict == Verdict::kPatchRejected) {
+        ++refused;
+        line += ": refused before building: " + rec->reason;
+      } else {
+        ++reverted;
+        line += ": " + std::string(VerdictName(rec->verdict)) + " (" + rec->id + ", measured " + Pct(rec->gain) +
+                "): " + rec->reason;
+      }
+      if (attempt && !attempt->claims.empty()) {
+        line += "; its claims (not measurements): " + Join(attempt->claims, ", ");
+      }
+      lines += line + "\n";
+    }
+    out += "specialist: " + std::to_string(agents.goals.size()) + " diffs asked for, " + std::to_string(kept) +
+           " kept, " + std::to_string(reverted) + " reverted, " + std::to_string(refused) +
+           " refused before building (gate, critic or apply), " + std::to_string(build_failed) + " failed to build, " +
+           std::to_string(no_diff) + " without a usable diff" +
+           (untried ? ", " + std::to_string(untried) + " not tried" : "") + "\n" + lines;
   }
   out += "usage: " + agents.runtime->meter().Summary() + "\n";
   for (const auto& [role, t] : agents.runtime->meter().by_role()) {

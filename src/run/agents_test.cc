@@ -2,7 +2,9 @@
 // before a session starts, and whole sessions on the real coordinator with a fake
 // trial executor whose agents talk to a scripted OpenAI-compatible endpoint on
 // 127.0.0.1: a lying endpoint changes no outcome, a 401 on the third call and a spent
-// cost cap stop the agents while the planner carries on.
+// cost cap stop the agents while the planner carries on; the specialist's diffs go
+// through the patch lane (gate, critic, worktree, a real build of the patch fixture,
+// paired measurement) or are recorded as rejections.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,15 +15,18 @@
 #include "core/strings.h"
 #include "net/raw_server.h"
 #include "run/agents.h"
+#include "run/lanes.h"
 #include "run/search.h"
 #include "run/session.h"
 #include "search/heuristics.h"
 #include "search/planner.h"
 #include "session/coordinator.h"
 #include "sys/files.h"
+#include "sys/process.h"
 #include "testing/agent_endpoint.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_executor.h"
+#include "testing/patch_fixture.h"
 #include "testing/test_util.h"
 
 namespace hone::run {
@@ -33,6 +38,7 @@ using agent::testing::Ideas;
 using agent::testing::OpenAiJson;
 using agent::testing::RoleEndpoint;
 using json = nlohmann::json;
+namespace pt = ::hone::patch::testing;
 
 target::KnobCatalog LlamaCatalog() {
   auto c = target::KnobCatalog::Load((::hone::testing::SourceDir() / "catalogs/llama.cpp/v0.4.yaml").string());
@@ -354,6 +360,160 @@ TEST_F(AgentsTest, TheCostCapStopsAgentUseAndThePlannerCarriesOn) {
   int planner_ideas = 0;
   for (const auto& c : run.state.candidates) planner_ideas += c.idea.starts_with("agent:") ? 0 : 1;
   EXPECT_GT(planner_ideas, 0);
+}
+
+// What the fixture's patched server prints ("n_parallel=8" -> 8; 4 when unpatched).
+double SlotsOf(const std::string& binary) {
+  if (binary.empty()) return 4;
+  auto out = sys::RunCommand({.argv = {binary}}, std::chrono::seconds(10));
+  EXPECT_TRUE(out && out->status.success()) << binary;
+  if (!out) return 0;
+  std::string text(Trim(out->output));
+  return text.starts_with("n_parallel=") ? ParseDouble(text.substr(11)).value_or(0) : 0;
+}
+
+TEST_F(AgentsTest, TheSpecialistsDiffsGoThroughThePatchLaneAndAFailureIsARecordedRejection) {
+  ASSERT_OK_AND_ASSIGN(pt::Fixture fx, pt::Fixture::Create());
+  const std::string head = pt::Sh(fx.live, "git rev-parse HEAD");
+  auto ep = RoleEndpoint::Start();
+  // The first task's diff applies (4 -> 8 slots); its summary makes a speed claim.
+  ep->Push("specialist", OpenAiJson({{"diff", pt::ParallelDiff(8)}, {"summary", "eight slots, 2x faster"}}));
+  // Every later reply is a diff whose context is not in the tree: git apply --check
+  // rejects it on every ask.
+  std::string stale = pt::ParallelDiff(16);
+  stale.replace(stale.find("-  return 4;"), 12, "-  return 5;");
+  ep->SetDefault("specialist", OpenAiJson({{"diff", stale}, {"summary", "sixteen slots"}}));
+  ep->SetDefault("critic", OpenAiJson({{"approve", true}, {"reason", "small and on-topic"}, {"learning", "slots"}}));
+  spec_.agents = Openai(*ep);
+  spec_.agents.roles = {"critic", "specialist"};
+  spec_.agents.specialist_tasks = {{"More default slots!", "raise DefaultParallel to 8", {"common/common.h"}},
+                                   {"even more slots", "raise DefaultParallel to 16", {"common/common.h"}}};
+  const std::string run_dir = (dir_->path() / "specialist").string();
+  ASSERT_OK(sys::EnsureDir(run_dir));
+  std::unique_ptr<search::Proposer> proposer = Planner(spec_, catalog_);
+  AgentsInputs in;
+  in.catalog = &catalog_;
+  ASSERT_OK_AND_ASSIGN(Agents agents, BuildAgents(spec_, run_dir, ctx_, in, proposer));
+  ASSERT_TRUE(agents.active());
+  EXPECT_EQ(agents.warning, "");
+  ASSERT_NE(agents.writer, nullptr);
+  ASSERT_EQ(agents.goals.size(), 2u);
+  EXPECT_EQ(agents.goals[0].id, "s1-more-default-slots");
+  EXPECT_EQ(agents.goals[1].id, "s2-even-more-slots");
+
+  // The lane as BuildPatchLane makes it, with the fixture's stand-in build (a g++ of
+  // the fixture's one-file server) in place of llama.cpp's CMake build.
+  session::PatchLaneOptions po;
+  po.repo = fx.live.string();
+  po.run_dir = run_dir;
+  po.rules_path = ctx_.data_dir + "/data/policy/rules.yaml";
+  po.recipe = fx.Recipe();
+  po.jobs = 1;
+  po.goals = agents.goals;
+  po.writer = agents.writer.get();
+  ASSERT_OK_AND_ASSIGN(auto lane, session::ExecutorPatchLane::Create(po));
+
+  // Trials run the server binary they are given: its slot count is its speed.
+  session::FakeExecutor exec;
+  exec.clock = &clock_;
+  exec.run_dir = run_dir;
+  exec.noise = 0.002;
+  exec.adjust = [](const measure::TrialRequest& r, double v) { return v * SlotsOf(r.server_binary) / 4; };
+  session::SessionServices svc;
+  svc.executor = &exec;
+  svc.proposer = proposer.get();
+  svc.clock = &clock_;
+  svc.patches = lane.get();
+  svc.risky = [](const Config&) { return false; };
+  svc.enablement = [](const std::string&) { return std::vector<Config>{}; };
+  const session::SessionState* live = nullptr;
+  svc.critic = CriticHook(*agents.critic, [&live] { return live ? live->noise_floor : 0.0; });
+  session::Coordinator coordinator(spec_, svc, session::Coordinator::NewState(spec_, run_dir, clock_));
+  live = &coordinator.state();
+  ASSERT_OK_AND_ASSIGN(session::SessionState state, coordinator.Run());
+  EXPECT_EQ(state.phase, session::Phase::kDone);
+
+  auto find = [&](const std::string& patch) -> const session::CandidateRecord* {
+    for (const auto& c : state.candidates) {
+      if (c.patch == patch) return &c;
+    }
+    return nullptr;
+  };
+  // The applying diff was signed off, built, measured twice as fast and kept.
+  const session::CandidateRecord* kept = find("s1-more-default-slots");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->verdict, Verdict::kKeep) << kept->reason;
+  EXPECT_NEAR(kept->gain, 1.0, 0.05);
+  EXPECT_EQ(kept->server_binary, run_dir + "/bin/llama-server-s1-more-default-slots");
+  EXPECT_EQ(SlotsOf(kept->server_binary), 8);
+  EXPECT_EQ(state.server_binary, kept->server_binary);
+  EXPECT_TRUE(state.validated);
+  // The accepted line holds it; the live tree is untouched.
+  EXPECT_EQ(pt::Sh(fx.live, "git rev-parse hone/accepted~1"), head);
+  EXPECT_NE(pt::Sh(fx.live, "git show hone/accepted:common/common.h").find("return 8;"), std::string::npos);
+  EXPECT_EQ(pt::Sh(fx.live, "git rev-parse HEAD"), head);
+  EXPECT_EQ(pt::Sh(fx.live, "git status --porcelain"), "");
+  // The diff that does not apply is a recorded rejection: nothing built, nothing kept.
+  const session::CandidateRecord* failed = find("s2-even-more-slots");
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->verdict, Verdict::kPatchRejected);
+  EXPECT_NE(failed->reason.find("git apply --check failed"), std::string::npos) << failed->reason;
+  EXPECT_TRUE(failed->reason.ends_with("[writer]")) << failed->reason;
+  EXPECT_TRUE(failed->candidate_trials.empty());
+  // One ask for the first task, every allowed ask for the second.
+  EXPECT_EQ(ep->count("specialist"), 4u);
+  // The critic reviewed the exact diff before anything was built.
+  bool diff_reviewed = false;
+  for (const auto& r : ep->requests()) {
+    if (RoleEndpoint::RoleOf(r.body) == "critic" && Contains(r.body, "return 8;") &&
+        Contains(r.body, "s1-more-default-slots")) {
+      diff_reviewed = true;
+    }
+  }
+  EXPECT_TRUE(diff_reviewed);
+  ASSERT_EQ(lane->executor().records().size(), 1u);  // the failed one never reached the executor
+
+  // The report's Agents section lists both with their outcomes; the claim is a claim.
+  std::string summary = AgentSummary(agents, state);
+  EXPECT_EQ(summary.find("not wired"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("specialist: 2 diffs asked for, 1 kept, 0 reverted"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("1 without a usable diff"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("- s1-more-default-slots 'More default slots!' by specialist#1: kept, measured +"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("(1 file(s), +1/-1)"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("its claims (not measurements): 2x faster"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("- s2-even-more-slots 'even more slots': no usable diff"), std::string::npos) << summary;
+  EXPECT_EQ(failed->reason.find('\n'), std::string::npos) << failed->reason;
+}
+
+TEST_F(AgentsTest, BuildPatchLaneTakesTheSpecialistsGoals) {
+  ASSERT_OK_AND_ASSIGN(pt::Fixture fx, pt::Fixture::Create());
+  auto ep = RoleEndpoint::Start();
+  spec_.agents = Openai(*ep);
+  spec_.agents.roles = {"critic", "specialist"};
+  spec_.agents.specialist_tasks = {{"more slots", "raise DefaultParallel", {}}};
+  std::unique_ptr<search::Proposer> proposer = Planner(spec_, catalog_);
+  AgentsInputs in;
+  in.catalog = &catalog_;
+  ASSERT_OK_AND_ASSIGN(Agents agents, BuildAgents(spec_, dir_->path().string(), ctx_, in, proposer));
+  Engine engine;
+  engine.provisioned.server = "/usr/bin/llama-server";  // from PATH: no configure arguments to rebuild with
+  auto from_path = BuildPatchLane(spec_, engine, (dir_->path() / "a").string(), ctx_, &agents);
+  ASSERT_FALSE(from_path);
+  EXPECT_NE(from_path.error().message.find("the specialist's diffs need a llama.cpp built by hone"),
+            std::string::npos)
+      << from_path.error().message;
+  engine.provisioned.cmake_args = {"-DGGML_NATIVE=OFF"};
+  engine.provisioned.src_dir = fx.live;
+  ASSERT_OK_AND_ASSIGN(auto lane, BuildPatchLane(spec_, engine, (dir_->path() / "b").string(), ctx_, &agents));
+  ASSERT_NE(lane, nullptr);
+  std::vector<session::PatchIdea> pending = lane->Pending({});
+  ASSERT_EQ(pending.size(), 1u);
+  EXPECT_EQ(pending[0].id, "s1-more-slots");
+  // Without the agents (hone run --agents none) there is nothing to try.
+  ASSERT_OK_AND_ASSIGN(auto none, BuildPatchLane(spec_, engine, (dir_->path() / "c").string(), ctx_, nullptr));
+  EXPECT_EQ(none, nullptr);
 }
 
 TEST_F(AgentsTest, AResumedSessionsProposerStateFollowsTheAgentsNow) {

@@ -10,16 +10,23 @@ namespace hone::run {
 namespace fs = std::filesystem;
 
 Result<std::unique_ptr<session::PatchLane>> BuildPatchLane(const spec::SessionSpec& spec, const Engine& engine,
-                                                            const std::string& run_dir, const RunContext& ctx) {
-  if (spec.patches.empty()) return std::unique_ptr<session::PatchLane>();
+                                                            const std::string& run_dir, const RunContext& ctx,
+                                                            const Agents* agents) {
+  const bool written = agents && agents->writer && !agents->goals.empty();
+  if (spec.patches.empty() && !written) return std::unique_ptr<session::PatchLane>();
   // A patched build repeats the engine's own configure arguments (CPU or CUDA, its arch).
   std::vector<std::string> args = engine.provisioned.cmake_args;
   if (args.empty()) {
-    return FailedPrecondition("patches need a llama.cpp built by hone (this engine came from PATH: " +
+    return FailedPrecondition(std::string(spec.patches.empty() ? "the specialist's diffs" : "patches") +
+                              " need a llama.cpp built by hone (this engine came from PATH: " +
                               engine.provisioned.server + "); run hone provision llama.cpp --no-path");
   }
   session::PatchLaneOptions po;
   po.diff_files = spec.patches;
+  if (written) {
+    po.goals = agents->goals;
+    po.writer = agents->writer.get();
+  }
   po.repo = engine.provisioned.src_dir.string();
   po.run_dir = run_dir;
   po.rules_path = ctx.data_dir + "/data/policy/rules.yaml";

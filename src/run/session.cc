@@ -172,7 +172,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   HONE_ASSIGN_OR_RETURN(w->agents, BuildAgents(spec, run_dir, ctx, agent_inputs, w->proposer));
   HONE_ASSIGN_OR_RETURN(w->enablement,
                         EnablementLadder::Load(ctx.data_dir + "/data/enablement.yaml", spec.target.adapter));
-  HONE_ASSIGN_OR_RETURN(w->patches, BuildPatchLane(spec, w->engine, run_dir, ctx));
+  HONE_ASSIGN_OR_RETURN(w->patches, BuildPatchLane(spec, w->engine, run_dir, ctx, &w->agents));
   HONE_ASSIGN_OR_RETURN(w->kernel, BuildKernelLane(spec, machine, run_dir, ctx));
   w->closer = MakeReportCloser(*w, ctx);
 

@@ -14,6 +14,7 @@ Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOp
   for (const std::string& f : options.diff_files) {
     if (!sys::FileExists(f)) return NotFound("patch file not found: " + f);
   }
+  if (!options.goals.empty() && !options.writer) return InvalidArgument("patch goals need a patch writer");
   HONE_ASSIGN_OR_RETURN(auto gate, policy::Gate::Load(options.rules_path));
   auto lane = std::unique_ptr<ExecutorPatchLane>(new ExecutorPatchLane(std::move(options), std::move(gate)));
   patch::ExecutorOptions eo;
@@ -44,23 +45,87 @@ std::vector<PatchIdea> ExecutorPatchLane::Pending(const SessionState& state) {
     for (const auto& c : state.candidates) tried = tried || c.patch == id;
     if (!tried) out.push_back({id, "patch " + fs::path(options_.diff_files[i]).filename().string()});
   }
+  for (const PatchGoal& g : options_.goals) {
+    bool tried = false;
+    for (const auto& c : state.candidates) tried = tried || c.patch == g.id;
+    if (!tried) out.push_back({g.id, "written patch: " + g.title});
+  }
   return out;
 }
 
 Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
                                            const std::function<Result<bool>(const std::string& binary)>& measure) {
+  for (const PatchGoal& g : options_.goals) {
+    if (g.id == idea.id) return TryGoal(g, idea, measure);
+  }
   size_t index = 0;
   while (index < options_.diff_files.size() && IdFor(index) != idea.id) ++index;
   if (index == options_.diff_files.size()) return NotFound("unknown patch " + idea.id);
   // The diff file is the author; the user who listed it in the spec reviews it.
   HONE_ASSIGN_OR_RETURN(patch::Proposal proposal, patch::LoadBackport(options_.diff_files[index], idea.id, "spec"));
-  PatchResult out;
-  // The gate decides the apply; the user who listed the patch signs it off.
   policy::Action a;
   a.kind = policy::ActionKind::kApplyPatch;
   a.role = "user";
   a.actor = "spec";
   a.subject = proposal.id;
+  auto sign_off = [&](PatchResult&) -> Result<bool> {
+    gate_->RecordReview("user", policy::CriticReview{proposal.id, sys::Sha256Hex(proposal.diff), "user",
+                                                     policy::CriticVerdict::kApprove, "listed in the session spec"});
+    return true;
+  };
+  return Run(proposal, std::move(a), sign_off, idea, measure);
+}
+
+Result<PatchResult> ExecutorPatchLane::TryGoal(const PatchGoal& goal, const PatchIdea& idea,
+                                               const std::function<Result<bool>(const std::string& binary)>& measure) {
+  // Written against the accepted line, so it applies on top of what was kept so far.
+  auto written = options_.writer->Write(goal, options_.repo, executor_->accepted_commit());
+  if (!written) {
+    if (written.error().code == ErrorCode::kCancelled) return Fail(written.error());
+    PatchResult out;
+    out.status = PatchStatus::kRejected;
+    out.reason = "the writer produced no usable diff: " + written.error().message;
+    out.stopped_by = "writer";
+    return out;
+  }
+  patch::Proposal proposal{goal.id, written->title.empty() ? goal.title : written->title, written->author,
+                           "writer", written->diff};
+  policy::Action a;
+  a.kind = policy::ActionKind::kApplyPatch;
+  a.role = "specialist";
+  a.actor = written->author;
+  a.subject = proposal.id;
+  // The reviewer signs off this exact diff (never its author: patch.no_self_review).
+  // A refusal means the merge could never be allowed: nothing is built or measured.
+  auto sign_off = [&](PatchResult& out) -> Result<bool> {
+    auto review = options_.writer->Review(goal, *written);
+    if (!review) {
+      if (review.error().code == ErrorCode::kCancelled) return Fail(review.error());
+      out.reason = "no review, so no sign-off: " + review.error().message;
+      out.stopped_by = "patch.critic_signoff";
+      return false;
+    }
+    policy::PolicyDecision recorded = gate_->RecordReview("critic", *review);
+    if (!recorded.allowed) {
+      out.reason = "the review was not accepted: " + recorded.message;
+      out.stopped_by = recorded.rule_id;
+      return false;
+    }
+    if (review->verdict == policy::CriticVerdict::kReject) {
+      out.reason = "the reviewer refused the diff: " + review->reason;
+      out.stopped_by = "patch.critic_signoff";
+      return false;
+    }
+    return true;
+  };
+  return Run(proposal, std::move(a), sign_off, idea, measure);
+}
+
+Result<PatchResult> ExecutorPatchLane::Run(const patch::Proposal& proposal, policy::Action a,
+                                           const std::function<Result<bool>(PatchResult&)>& sign_off,
+                                           const PatchIdea& idea,
+                                           const std::function<Result<bool>(const std::string& binary)>& measure) {
+  PatchResult out;
   auto facts = patch::Summarize(proposal.diff, options_.target, &gate_->rules());
   if (!facts) {
     out.status = PatchStatus::kRejected;
@@ -68,10 +133,19 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
     out.stopped_by = "diff.parse";
     return out;
   }
+  out.diffstat = std::to_string(facts->files.size()) + " file(s), +" + std::to_string(facts->lines_added) + "/-" +
+                 std::to_string(facts->lines_removed);
   a.patch = *facts;
+  // The gate decides the apply (a denial is the executor's recorded rejection); then
+  // the sign-off, which the executor's merge request needs.
   policy::PolicyDecision decision = gate_->Decide(a);
-  gate_->RecordReview("user", policy::CriticReview{proposal.id, sys::Sha256Hex(proposal.diff), "user",
-                                                   policy::CriticVerdict::kApprove, "listed in the session spec"});
+  if (decision.allowed) {
+    HONE_ASSIGN_OR_RETURN(bool go_on, sign_off(out));
+    if (!go_on) {
+      out.status = PatchStatus::kRejected;
+      return out;
+    }
+  }
   std::string kept_binary;
   auto measure_fn = [&](const patch::BuiltTree& tree) -> Result<patch::Measurement> {
     out.build_seconds = tree.build_seconds;

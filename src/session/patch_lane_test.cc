@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "session/coordinator.h"
 #include "testing/fake_executor.h"
 #include "sys/files.h"
@@ -91,6 +93,100 @@ TEST(PatchLaneTest, UserPatchesAreGatedBuiltMeasuredAndKeptOrReverted) {
   EXPECT_EQ(*sys::ReadFile(root / "repo" / "common" / "speed.h"), "#define SPEED 1.00\n");
   EXPECT_EQ(Git(repo, {"rev-parse", "hone/accepted~1"}), head);
   EXPECT_EQ(lane->executor().records().size(), 3u);
+}
+
+// Writes scripted diffs (or fails) and reviews them as scripted; records what it was asked.
+class ScriptedWriter final : public PatchWriter {
+ public:
+  struct Script {
+    Result<std::string> diff;
+    bool approve = true;
+  };
+  std::map<std::string, Script> scripts;
+  std::vector<std::string> bases;     // the base commit of every Write
+  std::vector<std::string> reviewed;  // the goal ids reviewed
+
+  Result<WrittenPatch> Write(const PatchGoal& goal, const std::string&, const std::string& base_commit) override {
+    bases.push_back(base_commit);
+    const Script& s = scripts.at(goal.id);
+    if (!s.diff) return Fail(s.diff.error());
+    return WrittenPatch{*s.diff, "specialist#" + std::to_string(bases.size()), goal.title, "summary"};
+  }
+  Result<policy::CriticReview> Review(const PatchGoal& goal, const WrittenPatch& p) override {
+    reviewed.push_back(goal.id);
+    const bool approve = scripts.at(goal.id).approve;
+    return policy::CriticReview{goal.id, sys::Sha256Hex(p.diff), "critic#" + std::to_string(reviewed.size()),
+                                approve ? policy::CriticVerdict::kApprove : policy::CriticVerdict::kReject,
+                                approve ? "fine" : "too risky"};
+  }
+};
+
+TEST(PatchLaneTest, WrittenDiffsBuildOnTheAcceptedLineAndARefusalOrNoDiffIsARecordedRejection) {
+  auto dir = sys::TempDir::Create("hone-patchlane-goals");
+  ASSERT_TRUE(dir);
+  fs::path root = (*dir)->path();
+  std::string repo = (root / "repo").string();
+  ASSERT_OK(sys::EnsureDir(root / "repo" / "common"));
+  ASSERT_OK(sys::WriteFileAtomic(root / "repo" / "common" / "speed.h", "#define SPEED 1.00\n"));
+  Git(repo, {"init", "-q"});
+  Git(repo, {"-c", "user.email=t@t", "-c", "user.name=t", "add", "."});
+  Git(repo, {"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"});
+  std::string head = Git(repo, {"rev-parse", "HEAD"});
+  ScriptedWriter writer;
+  writer.scripts["g1"] = {SpeedDiff("1.00", "1.30"), true};
+  writer.scripts["g2"] = {SpeedDiff("1.30", "1.60"), false};  // applies, but the reviewer refuses it
+  writer.scripts["g3"] = {Result<std::string>(NotFound("specialist g3 made no change")), true};
+  PatchLaneOptions po;
+  po.goals = {{"g1", "faster", "raise SPEED", {}}, {"g2", "even faster", "raise SPEED more", {}},
+              {"g3", "nothing", "no change", {}}};
+  po.repo = repo;
+  po.run_dir = (root / "run").string();
+  po.rules_path = (testing::SourceDir() / "data/policy/rules.yaml").string();
+  po.recipe.name = "speed file";
+  po.recipe.build = {{"sh", "-c", "mkdir -p {build}/bin && sed -n 's/#define SPEED //p' {src}/common/speed.h > "
+                                  "{build}/bin/llama-server"}};
+  po.recipe.artifacts = {"bin/llama-server"};
+  // Goals need a writer.
+  EXPECT_FALSE(ExecutorPatchLane::Create(po));
+  po.writer = &writer;
+  ASSERT_OK_AND_ASSIGN(auto lane, ExecutorPatchLane::Create(po));
+
+  testing::FakeClock clock;
+  FakeExecutor exec;
+  exec.clock = &clock;
+  exec.run_dir = po.run_dir;
+  exec.noise = 0.002;
+  ListProposer proposer({});
+  SessionServices svc;
+  svc.executor = &exec;
+  svc.proposer = &proposer;
+  svc.clock = &clock;
+  svc.patches = lane.get();
+  spec::SessionSpec spec;
+  spec.target.model.path = "/m.gguf";
+  spec.budget.wall_s = 3600;
+  Coordinator c(spec, svc, Coordinator::NewState(spec, po.run_dir, clock));
+  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_EQ(s.candidates.size(), 3u);
+  EXPECT_EQ(s.candidates[0].patch, "g1");
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep) << s.candidates[0].reason;
+  EXPECT_NEAR(s.candidates[0].gain, 0.30, 0.02);
+  EXPECT_EQ(s.candidates[1].patch, "g2");
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kPatchRejected);
+  EXPECT_EQ(s.candidates[1].reason, "the reviewer refused the diff: too risky [patch.critic_signoff]");
+  EXPECT_TRUE(s.candidates[1].candidate_trials.empty());
+  EXPECT_EQ(s.candidates[2].verdict, Verdict::kPatchRejected);
+  EXPECT_EQ(s.candidates[2].reason, "the writer produced no usable diff: specialist g3 made no change [writer]");
+  // The first was written on the live HEAD, the second on the accepted line past it.
+  ASSERT_EQ(writer.bases.size(), 3u);
+  EXPECT_EQ(writer.bases[0], head);
+  EXPECT_EQ(Git(repo, {"rev-parse", "hone/accepted~1"}), head);
+  EXPECT_EQ(writer.bases[1], Git(repo, {"rev-parse", "hone/accepted"}));
+  EXPECT_EQ(writer.reviewed, (std::vector<std::string>{"g1", "g2"}));
+  // Only the signed-off diff reached the executor; the refused one was never built.
+  EXPECT_EQ(lane->executor().records().size(), 1u);
+  EXPECT_EQ(s.server_binary, po.run_dir + "/bin/llama-server-g1");
+  EXPECT_EQ(Git(repo, {"status", "--porcelain"}), "");
 }
 
 }  // namespace

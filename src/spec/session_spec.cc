@@ -329,7 +329,7 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
   Field agents = root["agents"];
   if (agents.defined()) {
     HONE_TRY(agents.CheckKeys({"mode", "endpoint", "model", "api_key_env", "max_cost_usd", "max_tokens", "roles",
-                               "required", "preset", "command", "price"}));
+                               "required", "preset", "command", "price", "specialist_tasks"}));
     HONE_ASSIGN_OR_RETURN(s.agents.mode, agents["mode"].StrOr("none"));
     HONE_ASSIGN_OR_RETURN(s.agents.endpoint, agents["endpoint"].StrOr(""));
     HONE_ASSIGN_OR_RETURN(s.agents.model, agents["model"].StrOr(""));
@@ -351,6 +351,32 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
       HONE_TRY(price.CheckKeys({"input", "output"}));
       HONE_ASSIGN_OR_RETURN(s.agents.price_input_usd_per_mtok, price["input"].DoubleOr(0, 0, 1e6));
       HONE_ASSIGN_OR_RETURN(s.agents.price_output_usd_per_mtok, price["output"].DoubleOr(0, 0, 1e6));
+    }
+    Field tasks = agents["specialist_tasks"];
+    if (tasks.defined()) {
+      if (!tasks.is_seq()) return Fail(tasks.Err("expected a list of {title, goal, files}"));
+      for (const Field& t : tasks.Items()) {
+        HONE_TRY(t.RequireMap());
+        HONE_TRY(t.CheckKeys({"title", "goal", "files"}));
+        SpecialistTaskSpec task;
+        HONE_ASSIGN_OR_RETURN(task.title, t["title"].Str());
+        HONE_ASSIGN_OR_RETURN(task.goal, t["goal"].Str());
+        HONE_ASSIGN_OR_RETURN(task.files, t["files"].StrList());
+        if (task.title.empty() || task.goal.empty()) return Fail(t.Err("a specialist task needs a title and a goal"));
+        s.agents.specialist_tasks.push_back(std::move(task));
+      }
+    }
+    const auto& roles = s.agents.roles;
+    const bool specialist = std::find(roles.begin(), roles.end(), "specialist") != roles.end();
+    if (specialist && s.agents.specialist_tasks.empty()) {
+      return Fail(agents["roles"].Err("the specialist needs agents.specialist_tasks (the source changes to write)"));
+    }
+    if (!specialist && !s.agents.specialist_tasks.empty()) {
+      return Fail(tasks.Err("specialist_tasks need the specialist in agents.roles"));
+    }
+    // No diff is merged without a critic's sign-off (data/policy/rules.yaml).
+    if (specialist && std::find(roles.begin(), roles.end(), "critic") == roles.end()) {
+      return Fail(agents["roles"].Err("the specialist's diffs need the critic's sign-off: list critic too"));
     }
   }
   return s;

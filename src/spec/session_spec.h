@@ -148,6 +148,14 @@ struct KernelSpec {
 
 // The session's LLM agents (docs/agents.md). mode: none | openai | anthropic | cli
 // (claude and codex name the CLI presets directly).
+// A source change the specialist is asked to write (agents.specialist_tasks): its diff
+// goes through the session's patch lane like a spec patch.
+struct SpecialistTaskSpec {
+  std::string title;                // one line
+  std::string goal;                 // what to change and why
+  std::vector<std::string> files;   // repository-relative files shown to a chat backend
+};
+
 struct AgentsSpec {
   std::string mode = "none";
   std::string endpoint;
@@ -165,6 +173,8 @@ struct AgentsSpec {
   // (a loopback proxy to a paid API; loopback endpoints are otherwise free). 0: unset.
   double price_input_usd_per_mtok = 0;
   double price_output_usd_per_mtok = 0;
+  // With role specialist: the source changes it writes (one diff each), in order.
+  std::vector<SpecialistTaskSpec> specialist_tasks;
 };
 
 struct SessionSpec {

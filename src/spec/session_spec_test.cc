@@ -158,6 +158,47 @@ agents:
   EXPECT_NE(bad.error().message.find("agents.roles: unknown role 'judge'"), std::string::npos) << bad.error().message;
 }
 
+TEST(SessionSpecTest, SpecialistTasksComeWithTheSpecialistAndTheCritic) {
+  auto s = ParseSessionSpec(R"(target: {model: /m.gguf}
+agents:
+  mode: openai
+  roles: [critic, specialist]
+  specialist_tasks:
+    - title: more default slots
+      goal: raise the default slot count
+      files: [common/common.h]
+    - {title: faster sampling, goal: avoid the copy}
+)",
+                            "a.yaml", kMetrics);
+  ASSERT_OK(s);
+  ASSERT_EQ(s->agents.specialist_tasks.size(), 2u);
+  EXPECT_EQ(s->agents.specialist_tasks[0].title, "more default slots");
+  EXPECT_EQ(s->agents.specialist_tasks[0].goal, "raise the default slot count");
+  EXPECT_EQ(s->agents.specialist_tasks[0].files, (std::vector<std::string>{"common/common.h"}));
+  EXPECT_TRUE(s->agents.specialist_tasks[1].files.empty());
+  auto no_tasks = ParseSessionSpec("target: {model: /m.gguf}\nagents: {mode: openai, roles: [critic, specialist]}\n",
+                                   "a.yaml", kMetrics);
+  ASSERT_FALSE(no_tasks);
+  EXPECT_NE(no_tasks.error().message.find("needs agents.specialist_tasks"), std::string::npos)
+      << no_tasks.error().message;
+  auto no_critic = ParseSessionSpec(
+      "target: {model: /m.gguf}\nagents: {mode: openai, roles: [specialist], specialist_tasks: [{title: t, goal: g}]}\n",
+      "a.yaml", kMetrics);
+  ASSERT_FALSE(no_critic);
+  EXPECT_NE(no_critic.error().message.find("need the critic's sign-off"), std::string::npos)
+      << no_critic.error().message;
+  auto no_role = ParseSessionSpec(
+      "target: {model: /m.gguf}\nagents: {mode: openai, specialist_tasks: [{title: t, goal: g}]}\n", "a.yaml",
+      kMetrics);
+  ASSERT_FALSE(no_role);
+  EXPECT_NE(no_role.error().message.find("need the specialist in agents.roles"), std::string::npos)
+      << no_role.error().message;
+  auto no_goal = ParseSessionSpec(
+      "target: {model: /m.gguf}\nagents: {mode: openai, roles: [critic, specialist], specialist_tasks: [{title: t}]}\n",
+      "a.yaml", kMetrics);
+  ASSERT_FALSE(no_goal);
+}
+
 TEST(SessionSpecTest, Durations) {
   EXPECT_EQ(*ParseDurationSeconds("90s"), 90);
   EXPECT_EQ(*ParseDurationSeconds("10m"), 600);
