@@ -4,6 +4,7 @@
 // report, a summary whose numbers trace to trials, and the knowledge base updated.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <set>
 #include <signal.h>
 
 #include <algorithm>
@@ -260,6 +261,14 @@ kb: {path: )" + kb + "}\n";
     for (const std::string& t : cited) {
       EXPECT_TRUE(std::filesystem::exists(out + "/trials/" + t + "/outcome.json")) << "cited trial " << t;
     }
+    // The accuracy gate: 2 probes x 4 tokens, the stock's A/A on a restarted server,
+    // deterministic on the CPU; its section is in the report.
+    const nlohmann::json gate = summary.value("accuracy_gate", nlohmann::json());
+    ASSERT_TRUE(gate.is_object()) << summary.dump();
+    EXPECT_EQ(gate.value("positions", 0), 8);
+    EXPECT_TRUE(gate.value("aa_ran", false)) << gate.dump();
+    EXPECT_FALSE(gate.value("nondeterministic", true)) << gate.dump();
+    EXPECT_NE(sys::ReadFile(out + "/report.md").value_or("").find("## Accuracy gate"), std::string::npos);
     // The roofline used this host's probed bandwidth and compute ceilings.
     std::string roof = state.value("roofline", "");
     if (!roof.starts_with("unavailable")) {
@@ -323,6 +332,52 @@ kb: {path: )" + kb + "}\n";
     }
   }
   EXPECT_TRUE(NoneLeftWithin(f16, 10s)) << Describe(ProcessesMentioning(f16));
+}
+
+// False keeps on live trials (issue 18.6): `hone search noise --live SPEC` runs the
+// session's decision protocol on real llama-server trials, the candidate being the
+// stock under another name; every trial launched the same command.
+TEST_F(CliLlamaTest, LiveFalseKeepDecisionsLaunchTheStockUnderAnotherName) {
+  std::string f16 = Path("noise-tiny.gguf");
+  ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
+  std::string spec = R"(name: noise
+target:
+  model: )" + f16 + R"(
+workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3}
+)";
+  ASSERT_OK(sys::WriteFileAtomic(Path("noise.yaml"), spec));
+  const std::string run_dir = Path("noise-trials");
+  auto r = RunHone({"search", "noise", "--live", Path("noise.yaml"), "--decisions", "2", "--run-dir", run_dir, "--out",
+                    Path("noise.txt")},
+                   300s);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+  EXPECT_NE(r.output.find("decision   1/2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("decision   2/2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("A/A (false keeps)      KEEP"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(" / 2 = "), std::string::npos) << r.output;
+  const std::string kept = sys::ReadFile(Path("noise.txt")).value_or("");  // --out keeps what was printed
+  EXPECT_NE(kept.find("decision   2/2"), std::string::npos) << kept;
+  EXPECT_NE(kept.find("A/A (false keeps)      KEEP"), std::string::npos) << kept;
+  // Each decision: 3 A/A pairs (more while they differ by > 10%), a screening trial
+  // and 3 pairs unless screened out: at least 7 trials, all the same launch.
+  int trials = 0;
+  std::set<std::string> commands;
+  for (const auto& t : std::filesystem::directory_iterator(run_dir + "/trials")) {
+    ++trials;
+    std::string cmd = sys::ReadFile(t.path() / "command.txt").value_or("");
+    ASSERT_FALSE(cmd.empty()) << t.path();
+    // The port differs per launch; everything else is the stock's command line.
+    cmd = std::regex_replace(cmd, std::regex("--port [0-9]+"), "--port P");
+    commands.insert(cmd);
+  }
+  EXPECT_GE(trials, 14);
+  EXPECT_EQ(commands.size(), 1u) << *commands.begin();
+  // Bad input is one line.
+  auto bad = RunHone({"search", "noise", "--live", Path("noise.yaml"), "--surface", "x.json"});
+  EXPECT_NE(bad.status.code, 0);
+  EXPECT_NE(bad.output.find("one source of trials"), std::string::npos) << bad.output;
 }
 
 }  // namespace

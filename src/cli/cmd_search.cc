@@ -13,7 +13,8 @@
 //            session's protocol on the recorded noise (lab/compare.h).
 //   noise    the false-keep rate (a candidate identical to its incumbent) and the
 //            power (a known small true gain) of the session's decision protocol, on
-//            the recorded noise of real repeated trials (lab/false_keeps.h, bench/noise/).
+//            the recorded noise of real repeated trials (lab/false_keeps.h, bench/noise/);
+//            with --live SPEC, the A/A rate on live trials of the spec's server.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -66,6 +67,7 @@ struct SearchOpts {
   std::string version = "0.4.0";
   // noise
   int decisions = 400;
+  std::string live;  // a session spec: A/A decisions on live trials of its server
   std::vector<double> effects;  // true gains for the power (default 0.03, 0.10)
   // both
   std::string out;
@@ -399,7 +401,101 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
   return 0;
 }
 
-int RunNoise(const SearchOpts& o) {
+// Live trials for the false-keep measurement: both arms launch the spec's stock
+// configuration at its operating point; the "candidate" is the stock under another
+// name (an A/A candidate), so every KEEP is a false keep.
+class LiveRunner final : public session::TrialRunner {
+ public:
+  LiveRunner(measure::TrialExecutor& executor, Config stock, measure::OperatingPoint point, int& next_trial)
+      : executor_(executor), stock_(std::move(stock)), point_(point), next_trial_(next_trial) {}
+  Result<measure::TrialOutcome> RunTrial(const session::Arm& arm, const measure::OperatingPoint&) override {
+    measure::TrialRequest req;
+    char id[16];
+    std::snprintf(id, sizeof id, "t%05d", ++next_trial_);
+    req.id = id;
+    req.role = arm.role;
+    req.config = stock_;
+    req.point = point_;
+    return executor_.Run(req);
+  }
+  bool CanAfford(int) const override { return true; }
+  Status Save() override { return Ok(); }
+  void Progress(const std::string&) override {}
+
+ private:
+  measure::TrialExecutor& executor_;
+  Config stock_;
+  measure::OperatingPoint point_;
+  int& next_trial_;
+};
+
+int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
+  auto spec = spec::LoadSessionSpec(o.live, bench::MetricNames());
+  if (!spec) return ReportError(spec.error());
+  if (!spec->objective.maximize) {
+    return ReportError(InvalidArgument("--live: the objective must be one to maximize (" + spec->objective.metric + ")").error());
+  }
+  const std::string run_dir = o.run_dir.empty() ? "hone-runs/noise-live" : o.run_dir;
+  if (auto s = sys::EnsureDir(run_dir); !s) return ReportError(s.error());
+  run::RunContext rc{ctx.data_dir, ctx.cache_dir, ctx.clock, ctx.runner, nullptr};
+  auto wiring = run::WireSession(*spec, run_dir, rc);
+  if (!wiring) return ReportError(wiring.error());
+  run::SessionWiring& w = **wiring;
+  const Config stock = spec->target.base_config;
+  const measure::OperatingPoint point{spec->workload.concurrency, spec->workload.isl, spec->workload.osl};
+  lab::FalseKeepOptions fo;
+  fo.measurement = spec->measurement;
+  fo.decisions = o.decisions;
+  fo.seed = o.seed;
+  int next_trial = 0;
+  const double start = ctx.clock->MonoSeconds();
+  std::string all;
+  auto print = [&](const std::string& line) {
+    std::fputs(line.c_str(), stdout);
+    std::fflush(stdout);
+    all += line;
+  };
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%s: live trials of %s %s (%s) on %s, %s c%d isl%lld osl%lld; the candidate is the stock "
+                "%s under another name; each decision: A/A prelude, screen, sequential pairs, Decide (the spec's "
+                "measurement settings); trials in %s\n",
+                o.live.c_str(), spec->target.adapter.c_str(), w.engine.provisioned.version.c_str(),
+                w.engine.model_name.c_str(), w.machine.Slug().c_str(), spec->objective.metric.c_str(),
+                point.concurrency, static_cast<long long>(point.isl), static_cast<long long>(point.osl),
+                stock.empty() ? "(engine defaults)" : stock.ToString().c_str(), run_dir.c_str());
+  print(buf);
+  auto r = lab::MeasureKeepsWith(
+      [&](int) -> std::unique_ptr<session::TrialRunner> {
+        return std::make_unique<LiveRunner>(*w.executor, stock, point, next_trial);
+      },
+      fo,
+      [&](const lab::DecisionNote& n) {
+        std::snprintf(buf, sizeof buf, "  decision %3d/%d: %-13s gain %+6.2f%%, %d pairs, noise floor %.1f%% (%d trials, %.0f s)\n",
+                      n.index + 1, o.decisions, std::string(VerdictName(n.verdict)).c_str(), n.gain * 100, n.pairs,
+                      n.noise_floor * 100, next_trial, ctx.clock->MonoSeconds() - start);
+        print(buf);
+      });
+  if (!r) return ReportError(r.error());
+  std::snprintf(buf, sizeof buf,
+                "  %-22s KEEP %4d / %d = %5.1f%% [95%% CI %.1f%%, %.1f%%]  (screened out %d, revert %d, "
+                "inconclusive %d; %.1f pairs per comparison; noise floor %.1f%%; %d live trials in %.0f s)\n",
+                "A/A (false keeps)", r->keeps, r->decisions, r->rate * 100, r->lo * 100, r->hi * 100, r->screened_out,
+                r->reverts, r->inconclusive, r->mean_pairs, r->mean_noise_floor * 100, next_trial,
+                ctx.clock->MonoSeconds() - start);
+  print(buf);
+  if (!o.out.empty()) {
+    if (auto s = sys::WriteFileAtomic(o.out, all); !s) return ReportError(s.error());
+  }
+  return 0;
+}
+
+int RunNoise(const SearchOpts& o, const Context& ctx) {
+  if (!o.live.empty()) {
+    if (!o.surfaces.empty()) return ReportError(InvalidArgument("--live and --surface: one source of trials").error());
+    return RunLiveNoise(o, ctx);
+  }
+  if (o.surfaces.empty()) return ReportError(InvalidArgument("noise needs --surface FILE or --live SPEC").error());
   std::vector<double> effects = o.effects.empty() ? std::vector<double>{0.03, 0.10} : o.effects;
   std::string all;
   auto print = [&](const std::string& line) {
@@ -483,15 +579,19 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   compare->add_option("--out", o->out, "Also write everything printed here");
   compare->add_option("--out-dir", o->out_dir, "Also write compare-<surface>.txt per surface (and a summary) here");
   auto* noise = cmd->add_subcommand(
-      "noise", "False-keep rate and power of the session's decision protocol on recorded trial noise (A/A)");
-  noise->add_option("--surface", o->surfaces, "Surface file with repeated points (repeat for several)")->required();
+      "noise",
+      "False-keep rate and power of the session's decision protocol on recorded trial noise, or on live trials (A/A)");
+  noise->add_option("--surface", o->surfaces, "Surface file with repeated points (repeat for several)");
+  noise->add_option("--live", o->live,
+                    "Session spec: A/A decisions on live trials of its server (the stock under another name)");
+  noise->add_option("--run-dir", o->run_dir, "--live: trial directories (default hone-runs/noise-live)");
   noise->add_option("--decisions", o->decisions, "Independent decisions per effect (default 400)");
   noise->add_option("--effect", o->effects, "True relative gain for the power (repeat; default 0.03 and 0.10)");
   noise->add_option("--seed", o->seed, "Base seed");
   noise->add_option("--out", o->out, "Also write everything printed here");
   return [=, &ctx]() -> int {
     if (record->parsed()) return RunRecord(*o, ctx);
-    if (noise->parsed()) return RunNoise(*o);
+    if (noise->parsed()) return RunNoise(*o, ctx);
     if (compare->parsed()) return RunCompare(*o, ctx);
     if (merge->parsed()) return RunMerge(*o);
     return 2;

@@ -74,14 +74,27 @@ class ReplayRunner final : public session::TrialRunner {
 
 FalseKeepResult MeasureKeeps(const std::vector<double>& residuals, const FalseKeepOptions& options) {
   HONE_CHECK(!residuals.empty());
+  auto r = MeasureKeepsWith(
+      [&](int d) -> std::unique_ptr<session::TrialRunner> {
+        return std::make_unique<ReplayRunner>(residuals, options.effect, MixSeed(options.seed, static_cast<uint64_t>(d)));
+      },
+      options);
+  HONE_CHECK(r.has_value());  // replayed trials never fail
+  return *r;
+}
+
+Result<FalseKeepResult> MeasureKeepsWith(const std::function<std::unique_ptr<session::TrialRunner>(int)>& make_runner,
+                                         const FalseKeepOptions& options,
+                                         const std::function<void(const DecisionNote&)>& on_decision) {
   const spec::MeasurementSpec& m = options.measurement;
   const Config stock;
-  const Config candidate{{"candidate", "same-as-stock"}};  // another name; the replay alone knows its effect
+  const Config candidate{{"candidate", "same-as-stock"}};  // another name; the runner alone knows its effect
   FalseKeepResult out;
   int compared = 0, pairs = 0;
   double floors = 0;
   for (int d = 0; d < options.decisions; ++d) {
-    ReplayRunner runner(residuals, options.effect, MixSeed(options.seed, static_cast<uint64_t>(d)));
+    std::unique_ptr<session::TrialRunner> owned = make_runner(d);
+    session::TrialRunner& runner = *owned;
     // The prelude: A/A pairs of the stock, two more while they differ by > 10%.
     std::vector<std::string> at, bt;
     std::vector<double> av, bv;
@@ -90,10 +103,10 @@ FalseKeepResult MeasureKeeps(const std::vector<double>& residuals, const FalseKe
     stock_pairs.a = {measure::TrialRole::kBaseline, stock, ""};
     stock_pairs.b = {measure::TrialRole::kAa, stock, ""};
     stock_pairs.min_pairs = stock_pairs.max_pairs = m.aa_pairs;
-    HONE_CHECK(session::RunComparison(runner, stock_pairs, aa).has_value());
+    HONE_TRY(session::RunComparison(runner, stock_pairs, aa));
     while (aa.pairs() < m.aa_pairs + 2 && measure::NoiseFloor(aa.a(), aa.b()) > 0.10) {
       stock_pairs.min_pairs = stock_pairs.max_pairs = aa.pairs() + 1;
-      HONE_CHECK(session::RunComparison(runner, stock_pairs, aa).has_value());
+      HONE_TRY(session::RunComparison(runner, stock_pairs, aa));
     }
     const double noise_floor = measure::NoiseFloor(aa.a(), aa.b());
     floors += noise_floor;
@@ -102,10 +115,15 @@ FalseKeepResult MeasureKeeps(const std::vector<double>& residuals, const FalseKe
     // The screening trial.
     std::vector<session::Veto> vetoes;
     std::optional<session::ComparisonResult> comparison;
+    int decision_pairs = 0;
     if (m.screen) {
-      auto screen = runner.RunTrial({measure::TrialRole::kScreen, candidate, ""}, {});
-      const double better = screen->objective / Mean(reference) - 1.0;
-      if (better < -m.screen_drop) vetoes.push_back({session::VetoKind::kScreenDrop, "screening trial worse"});
+      HONE_ASSIGN_OR_RETURN(measure::TrialOutcome screen,
+                            runner.RunTrial({measure::TrialRole::kScreen, candidate, ""}, {}));
+      if (!screen.launched || !screen.valid) {
+        vetoes.push_back({session::VetoKind::kLaunchFailed, "screening trial failed"});
+      } else if (screen.objective / Mean(reference) - 1.0 < -m.screen_drop) {
+        vetoes.push_back({session::VetoKind::kScreenDrop, "screening trial worse"});
+      }
     }
     if (vetoes.empty()) {
       std::vector<std::string> a_ids, b_ids;
@@ -125,11 +143,10 @@ FalseKeepResult MeasureKeeps(const std::vector<double>& residuals, const FalseKe
       judge.looks = session::PlannedLooks(m.min_pairs, m.max_pairs, m.pair_step);
       judge.seed = MixSeed(options.seed, 1000003ULL + static_cast<uint64_t>(d));
       plan.judge = judge;
-      auto run = session::RunComparison(runner, plan, log);
-      HONE_CHECK(run.has_value());
-      comparison = *run;
+      HONE_ASSIGN_OR_RETURN(comparison, session::RunComparison(runner, plan, log));
       ++compared;
       pairs += log.pairs();
+      decision_pairs = log.pairs();
     }
     const session::Decision decision = session::Decide(comparison, vetoes);
     ++out.decisions;
@@ -138,6 +155,11 @@ FalseKeepResult MeasureKeeps(const std::vector<double>& residuals, const FalseKe
       case Verdict::kScreenedOut: ++out.screened_out; break;
       case Verdict::kRevert: ++out.reverts; break;
       default: ++out.inconclusive; break;
+    }
+    if (on_decision) {
+      DecisionNote note{d, decision.verdict, decision_pairs, noise_floor, 0};
+      if (comparison && comparison->judged) note.gain = comparison->judged->gain;
+      on_decision(note);
     }
   }
   out.rate = out.decisions > 0 ? static_cast<double>(out.keeps) / out.decisions : 0;

@@ -1,6 +1,7 @@
 // False keeps, measured: how often hone's decision protocol keeps a candidate that is
 // identical to its incumbent (an A/A candidate under another name), and how often it
-// keeps one with a known small true gain (the power), on recorded trial noise.
+// keeps one with a known small true gain (the power), on recorded trial noise, or (A/A
+// only) on live trials of a real server (`hone search noise --live SPEC`).
 //
 // Each decision is one fresh session's worth of protocol, run through the session's
 // own code, not a replica of it: the A/A prelude (session::RunComparison without a
@@ -19,9 +20,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/verdict.h"
+#include "session/comparison.h"
 #include "search/surface.h"
 #include "spec/session_spec.h"
 
@@ -50,6 +55,23 @@ struct FalseKeepResult {
 
 // Runs `decisions` independent decisions on the residuals (non-empty).
 FalseKeepResult MeasureKeeps(const std::vector<double>& residuals, const FalseKeepOptions& options);
+
+// The same protocol over any trials: `make_runner(d)` gives decision d's trials (a
+// replay, or live trials of a real server). A trial of the arm whose config has the
+// knob "candidate" is the candidate; the runner decides what that means (a live runner
+// launches the stock under that name: an A/A candidate). `on_decision` (optional) sees
+// each decision's verdict, pairs and noise floor as it ends. An infrastructure error
+// (an interrupt) ends the run.
+struct DecisionNote {
+  int index = 0;
+  Verdict verdict = Verdict::kInconclusive;
+  int pairs = 0;
+  double noise_floor = 0;
+  double gain = 0;  // the comparison's estimate (0 when screened out)
+};
+Result<FalseKeepResult> MeasureKeepsWith(const std::function<std::unique_ptr<session::TrialRunner>(int)>& make_runner,
+                                         const FalseKeepOptions& options,
+                                         const std::function<void(const DecisionNote&)>& on_decision = {});
 
 // The 95% Wilson score interval of k successes in n trials.
 void WilsonInterval(int k, int n, double& lo, double& hi);
