@@ -382,11 +382,15 @@ Result<std::vector<int32_t>> ServerTrialExecutor::Tokenize(const std::string& ho
   return out;
 }
 
+bool ServerTrialExecutor::Patched(const std::string& server_binary) const {
+  return !server_binary.empty() && server_binary != s_.server_binary;
+}
+
 bool ServerTrialExecutor::NeedsKld(const Config& config, const std::string& server_binary) const {
   if (!s_.spec.accuracy.kld || s_.adapter->name() != "llama.cpp") return false;
   if (PerplexityFor(server_binary).empty()) return false;
   // A patched build is new code: its own llama-perplexity is compared with the stock's.
-  if (!server_binary.empty() && server_binary != s_.server_binary) return true;
+  if (Patched(server_binary)) return true;
   for (const auto& [k, v] : config.values()) {
     const target::Knob* knob = s_.adapter->catalog().Find(k);
     if (knob && target::ChangesNumerics(knob->accuracy_risk) && v != knob->default_value) {
@@ -397,7 +401,7 @@ bool ServerTrialExecutor::NeedsKld(const Config& config, const std::string& serv
 }
 
 std::string ServerTrialExecutor::PerplexityFor(const std::string& server_binary) const {
-  if (server_binary.empty() || server_binary == s_.server_binary) return s_.perplexity_binary;
+  if (!Patched(server_binary)) return s_.perplexity_binary;
   // A patched build (the patch lane builds llama-perplexity next to llama-server).
   fs::path own = fs::path(server_binary).parent_path() / "llama-perplexity";
   return sys::FileExists(own.string()) ? own.string() : std::string();
@@ -434,21 +438,8 @@ Result<KldStats> ServerTrialExecutor::RunKld(const Config& config, bool make_bas
                       {{"output_tail", LastLines(res.output, 5)}}});
   }
   if (make_base) return KldStats{};
-  KldStats k;
-  HONE_ASSIGN_OR_RETURN(k, ParseKlDivergenceOutput(res.output));
-  return k;
+  return ParseKlDivergenceOutput(res.output);
 }
-
-namespace {
-
-// Positions compared for one probe, its agreement and its KL estimate.
-struct ProbeTally {
-  int compared = 0, matched = 0, kl_positions = 0;
-  double kl_sum = 0;
-  bool by_text = false;
-};
-
-}  // namespace
 
 Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Config& config, const std::string& label,
                                                                      const std::string& server_binary) {
@@ -459,7 +450,8 @@ Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Confi
   HONE_ASSIGN_OR_RETURN(Config launch, s_.models->LaunchConfig(config));
   HONE_ASSIGN_OR_RETURN(auto server, target::StartServer(*s_.adapter, launch, lc,
                                                          {.log_path = (dir / (label + "-server.log")).string()}));
-  ProbeTally t;
+  Comparison t;
+  double kl_sum = 0;
   for (const Probe& p : probes_) {
     const size_t n = p.reference.size();
     size_t pos = 0;
@@ -484,7 +476,7 @@ Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Confi
         const size_t at = pos + k;
         ++t.compared;
         if (at < p.top.size() && !p.top[at].empty() && k < got.top.size() && !got.top[k].empty()) {
-          t.kl_sum += bench::KlEstimate(p.top[at], got.top[k]);
+          kl_sum += bench::KlEstimate(p.top[at], got.top[k]);
           ++t.kl_positions;
         }
         if (got.tokens[k] != p.reference[at]) {
@@ -504,14 +496,9 @@ Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Confi
     }
   }
   server->Stop();
-  Comparison c;
-  c.compared = t.compared;
-  c.matched = t.matched;
-  c.agreement = t.compared ? static_cast<double>(t.matched) / t.compared : 1.0;
-  c.kl_positions = t.kl_positions;
-  if (t.kl_positions > 0) c.kl_estimate = t.kl_sum / t.kl_positions;
-  c.by_text = t.by_text;
-  return c;
+  t.agreement = t.compared ? static_cast<double>(t.matched) / t.compared : 1.0;
+  if (t.kl_positions > 0) t.kl_estimate = kl_sum / t.kl_positions;
+  return t;
 }
 
 std::string ServerTrialExecutor::MethodName(const Comparison& c) const {
@@ -637,7 +624,7 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
   }
   gate_.kld_tool = a.kld && s_.adapter->name() == "llama.cpp" && !s_.perplexity_binary.empty();
   gate_ = GateThresholds(a, std::move(gate_));
-  if (a.kld && !s_.perplexity_binary.empty() && s_.adapter->name() == "llama.cpp" && !sys::FileExists(kld_base_)) {
+  if (gate_.kld_tool && !sys::FileExists(kld_base_)) {
     HONE_TRY(RunKld(stock, /*make_base=*/true, ""));
   }
   return Ok();
@@ -688,8 +675,7 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   out.detail = MethodName(c) + buf;
   // Changes of medium or high accuracy risk are gated on the KL divergence: the full
   // one from llama-perplexity where it runs, else the estimate from the top-k lists.
-  const bool risky = (!server_binary.empty() && server_binary != s_.server_binary) ||
-                     s_.adapter->catalog().ChangesNumerics(config);
+  const bool risky = Patched(server_binary) || s_.adapter->catalog().ChangesNumerics(config);
   const bool tool = NeedsKld(config, server_binary);
   if (c.kl_estimate) {
     const bool gated = a.kld && risky && !tool;
@@ -718,7 +704,7 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
       std::snprintf(buf, sizeof buf, ", PPL ratio %.4f (max delta %.3g)", *kld.ppl_ratio, gate_.max_ppl_delta);
       out.detail += buf;
     }
-    if (!server_binary.empty() && server_binary != s_.server_binary) out.detail += " (the patched build's llama-perplexity)";
+    if (Patched(server_binary)) out.detail += " (the patched build's llama-perplexity)";
   }
   json j = {{"passed", out.passed}, {"token_agreement", out.token_agreement}, {"probes_compared", c.compared},
             {"kld_mean", out.kld_mean ? json(*out.kld_mean) : json(nullptr)},

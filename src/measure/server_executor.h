@@ -103,6 +103,8 @@ class ServerTrialExecutor final : public TrialExecutor {
   // llama-perplexity's full-vocabulary KLD runs for this candidate (numerics-changing
   // knobs, or a patched build with its own llama-perplexity).
   bool NeedsKld(const Config& config, const std::string& server_binary) const;
+  // A build other than the provisioned server (a kept or tried source patch).
+  bool Patched(const std::string& server_binary) const;
   std::string PerplexityFor(const std::string& server_binary) const;
   void PrepareTokens(const std::string& host, int port, const std::string& model_path);
   std::vector<std::string> RuntimeFlags(const Config& config) const;

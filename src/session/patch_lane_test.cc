@@ -32,6 +32,27 @@ std::string SpeedDiff(const std::string& from, const std::string& to) {
          "-#define SPEED " + from + "\n+#define SPEED " + to + "\n";
 }
 
+// A coordinator session whose only work is the lane's patches; the fake trials read
+// each build's speed from the built "server" file.
+Result<SessionState> RunLaneSession(PatchLane& lane, const std::string& run_dir) {
+  testing::FakeClock clock;
+  FakeExecutor exec;
+  exec.clock = &clock;
+  exec.run_dir = run_dir;
+  exec.noise = 0.002;
+  ListProposer proposer({});
+  SessionServices svc;
+  svc.executor = &exec;
+  svc.proposer = &proposer;
+  svc.clock = &clock;
+  svc.patches = &lane;
+  spec::SessionSpec spec;
+  spec.target.model.path = "/m.gguf";
+  spec.budget.wall_s = 3600;
+  Coordinator c(spec, svc, Coordinator::NewState(spec, run_dir, clock));
+  return c.Run();
+}
+
 TEST(PatchLaneTest, UserPatchesAreGatedBuiltMeasuredAndKeptOrReverted) {
   auto dir = sys::TempDir::Create("hone-patchlane");
   ASSERT_TRUE(dir);
@@ -59,22 +80,7 @@ TEST(PatchLaneTest, UserPatchesAreGatedBuiltMeasuredAndKeptOrReverted) {
   po.recipe.artifacts = {"bin/llama-server"};
   ASSERT_OK_AND_ASSIGN(auto lane, ExecutorPatchLane::Create(po));
 
-  testing::FakeClock clock;
-  FakeExecutor exec;
-  exec.clock = &clock;
-  exec.run_dir = po.run_dir;
-  exec.noise = 0.002;
-  ListProposer proposer({});
-  SessionServices svc;
-  svc.executor = &exec;
-  svc.proposer = &proposer;
-  svc.clock = &clock;
-  svc.patches = lane.get();
-  spec::SessionSpec spec;
-  spec.target.model.path = "/m.gguf";
-  spec.budget.wall_s = 3600;
-  Coordinator c(spec, svc, Coordinator::NewState(spec, po.run_dir, clock));
-  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_OK_AND_ASSIGN(SessionState s, RunLaneSession(*lane, po.run_dir));
   ASSERT_EQ(s.candidates.size(), 3u);
   EXPECT_EQ(s.candidates[0].patch, "p1-fast");
   EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
@@ -151,22 +157,7 @@ TEST(PatchLaneTest, WrittenDiffsBuildOnTheAcceptedLineAndARefusalOrNoDiffIsAReco
   po.writer = &writer;
   ASSERT_OK_AND_ASSIGN(auto lane, ExecutorPatchLane::Create(po));
 
-  testing::FakeClock clock;
-  FakeExecutor exec;
-  exec.clock = &clock;
-  exec.run_dir = po.run_dir;
-  exec.noise = 0.002;
-  ListProposer proposer({});
-  SessionServices svc;
-  svc.executor = &exec;
-  svc.proposer = &proposer;
-  svc.clock = &clock;
-  svc.patches = lane.get();
-  spec::SessionSpec spec;
-  spec.target.model.path = "/m.gguf";
-  spec.budget.wall_s = 3600;
-  Coordinator c(spec, svc, Coordinator::NewState(spec, po.run_dir, clock));
-  ASSERT_OK_AND_ASSIGN(SessionState s, c.Run());
+  ASSERT_OK_AND_ASSIGN(SessionState s, RunLaneSession(*lane, po.run_dir));
   ASSERT_EQ(s.candidates.size(), 3u);
   EXPECT_EQ(s.candidates[0].patch, "g1");
   EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep) << s.candidates[0].reason;
