@@ -198,6 +198,17 @@ Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const Ru
       options.duration_s > 0 ? start_ns + ramp_ns + static_cast<int64_t>(options.duration_s * 1e9) : INT64_MAX;
   std::vector<double> arrivals = ArrivalOffsets(shape, measured.size(), options.seed);
   std::deque<std::pair<size_t, int64_t>> queued;  // open loop: (request, arrival ns) waiting for a slot
+  // A closed loop with a ramp staggers its first wave: request k of the first N asks for
+  // (k+1)/N of its output tokens. Without it every request starts, prefills and ends
+  // together and so do all that follow: at N slots the load beats with one request's
+  // life as its period (a 1024-token decode at 64 slots outlasts ramp + window, and the
+  // window saw decode only, never a prefill). Staggered, completions and the prefills
+  // that follow them spread over one request's life, and the window samples the steady
+  // state. The first wave is cut or ends during the ramp, where nothing is counted but
+  // its tokens streamed inside the window.
+  const bool stagger = windowed && ramp_ns > 0 && shape.kind == LoadShape::Kind::kClosedLoop && cap > 1 &&
+                       cap != SIZE_MAX;
+  size_t first_wave = 0;
   next = 0;
   bool aborted = false;
   while (!sys::InterruptRequested()) {
@@ -205,7 +216,17 @@ Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const Ru
     bool accepting = now < end_ns && !aborted;
     if (shape.kind == LoadShape::Kind::kClosedLoop) {
       while (accepting && next < measured.size() && engine.in_flight() < cap) {
-        engine.Send(requests[measured[next]], measured[next], 0);
+        if (stagger && first_wave < cap) {
+          RequestSpec spec = requests[measured[next]];
+          if (spec.max_tokens > 1) {
+            spec.max_tokens = std::max<int64_t>(
+                1, spec.max_tokens * static_cast<int64_t>(first_wave + 1) / static_cast<int64_t>(cap));
+          }
+          ++first_wave;
+          engine.Send(spec, measured[next], 0);
+        } else {
+          engine.Send(requests[measured[next]], measured[next], 0);
+        }
         ++next;
       }
     } else {

@@ -42,7 +42,9 @@ struct RunOptions {
   bool cut_at_window_end = false;
   // With cut_at_window_end: load runs this long before the measurement window opens
   // (steady state: every slot busy, the first prefill burst over); only tokens streamed
-  // inside the window count.
+  // inside the window count. A closed loop staggers its first wave's output lengths
+  // over the ramp (request k of N asks for (k+1)/N of its tokens) so that completions
+  // and the next prefills are spread in time, not synchronized for the whole run.
   double ramp_s = 0;
   double scrape_interval_s = 1.0;   // 0: no /metrics scraping
   uint64_t seed = 42;               // open-loop arrival times

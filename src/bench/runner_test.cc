@@ -173,7 +173,10 @@ TEST(RunnerTest, AWindowCutsTheRequestsStillRunningAndCountsTheirTokens) {
   EXPECT_EQ(r.ttft.n, 0u) << "latencies come from completed requests only";
 }
 
-TEST(RunnerTest, ARampKeepsTheFirstBurstOutOfTheWindow) {
+TEST(RunnerTest, ARampKeepsTheFirstBurstOutOfTheWindowAndStaggersTheFirstWave) {
+  // 50 tokens at 20 ms each, 2 in flight, a 0.3 s ramp then a 0.3 s window: the first
+  // wave asks for 25 and 50 tokens, so the first request ends near 0.5 s, inside the
+  // window, and its successor starts (and prefills) there, while the second is cut.
   FakeServer server([](int) { return FakeServer::Mode::kOk; }, 20ms);
   RunOptions o = Options(server.port(), 2);
   o.duration_s = 0.3;
@@ -183,16 +186,27 @@ TEST(RunnerTest, ARampKeepsTheFirstBurstOutOfTheWindow) {
   ASSERT_OK(out);
   EXPECT_TRUE(out->windowed);
   EXPECT_EQ(out->window_end_ns - out->window_start_ns, 300'000'000) << "the window is its length, after the ramp";
+  std::vector<const RequestRecord*> by_index(out->records.size());
+  ASSERT_EQ(out->records.size(), 3u) << "two in the first wave, one successor";
+  for (const auto& r : out->records) by_index[r.index] = &r;
+  EXPECT_EQ(by_index[0]->osl_expected, 25) << "first wave: request 1 of 2 asks for half its tokens";
+  EXPECT_EQ(by_index[1]->osl_expected, 50) << "first wave: request 2 of 2 asks for all of them";
+  EXPECT_EQ(by_index[2]->osl_expected, 50) << "after the first wave, the workload's length";
+  EXPECT_TRUE(by_index[0]->ok());
+  EXPECT_FALSE(by_index[0]->osl_mismatch) << "the staggered length is what the request expects";
+  EXPECT_TRUE(by_index[1]->cut);
+  EXPECT_TRUE(by_index[2]->cut);
+  EXPECT_LT(by_index[1]->t_start_ns, out->window_start_ns);
+  EXPECT_GE(by_index[2]->t_first_ns, out->window_start_ns) << "the successor prefilled inside the window";
   int64_t inside = 0, all = 0;
   for (const auto& r : out->records) {
-    EXPECT_LT(r.t_start_ns, out->window_start_ns) << "both requests started in the ramp";
     for (int64_t t : r.chunk_ns) inside += t >= out->window_start_ns && t <= out->window_end_ns;
     all += static_cast<int64_t>(r.chunk_ns.size());
   }
   BenchResult r = ComputeResult(*out, RunContext{}, {}, {});
   EXPECT_EQ(r.total_output_tokens, inside);
   EXPECT_LT(inside, all) << "tokens streamed during the ramp do not count";
-  EXPECT_EQ(r.total_input_tokens, 0) << "the prompts were processed during the ramp";
+  EXPECT_EQ(r.total_input_tokens, by_index[2]->isl) << "only the prompt prefilled inside the window counts";
   EXPECT_TRUE(r.valid);
 }
 
