@@ -122,23 +122,41 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
   }
   // A cut window counts the tokens streamed inside it, from every request: a request's
   // output tokens in proportion to its content chunks inside the window (one token per
-  // chunk when it was cut, the server's count otherwise), its prompt when its first token
-  // arrived inside. Latencies come from completed requests only.
+  // chunk when it was cut, the server's count otherwise), and its prompt credited as its
+  // output streams: isl / (the workload's osl) per output token inside the window. A
+  // window shorter than a request's life otherwise samples a phase of the load, not its
+  // steady state: at 64 slots with 1024-token outputs it saw decode only, never a
+  // prefill (bench/results/gpu-2026-12-04), and with 4 slots each prefill landing inside
+  // or just outside moved the total by 5-10%. Over a request's life the credit is its
+  // whole prompt, so in the steady state it is the rate the server processes prompts;
+  // the prompts actually prefilled inside the window are kept beside it
+  // (prefilled_input_tokens). Latencies come from completed requests only.
   if (run.windowed && w0 != INT64_MAX && w1 > w0) {
     r.total_input_tokens = 0;
     r.total_output_tokens = 0;
+    r.prefilled_input_tokens = 0;
+    double input_credit = 0;
     for (const RequestRecord& rec : run.records) {
       if (rec.phase != Phase::kProfiling || (!rec.ok() && !rec.cut)) continue;
-      if (rec.t_first_ns >= w0 && rec.t_first_ns <= w1) r.total_input_tokens += rec.isl;
+      const int64_t prompt = rec.isl > 0 ? rec.isl : rec.isl_expected;
+      if (rec.t_first_ns >= w0 && rec.t_first_ns <= w1) r.prefilled_input_tokens += prompt;
       int64_t inside = 0;
       for (int64_t t : rec.chunk_ns) inside += t >= w0 && t <= w1;
+      double out = 0;
       if (rec.cut || rec.chunk_ns.empty()) {
-        r.total_output_tokens += inside;
+        out = static_cast<double>(inside);
       } else {
-        r.total_output_tokens += static_cast<int64_t>(
-            std::llround(static_cast<double>(rec.osl) * static_cast<double>(inside) / static_cast<double>(rec.chunk_ns.size())));
+        out = static_cast<double>(rec.osl) * static_cast<double>(inside) / static_cast<double>(rec.chunk_ns.size());
+      }
+      r.total_output_tokens += static_cast<int64_t>(std::llround(out));
+      const int64_t nominal = rec.osl_nominal > 0 ? rec.osl_nominal : rec.osl_expected;
+      if (nominal > 0) {
+        input_credit += static_cast<double>(prompt) * out / static_cast<double>(nominal);
+      } else if (rec.t_first_ns >= w0 && rec.t_first_ns <= w1) {
+        input_credit += static_cast<double>(prompt);  // no output length to spread it over
       }
     }
+    r.total_input_tokens = static_cast<int64_t>(std::llround(input_credit));
   }
   std::sort(events.begin(), events.end());
   int cur = 0;
@@ -148,6 +166,7 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
   }
   if (r.duration_s > 0) {
     r.input_tps = static_cast<double>(r.total_input_tokens) / r.duration_s;
+    if (r.prefilled_input_tokens >= 0) r.prefilled_input_tps = static_cast<double>(r.prefilled_input_tokens) / r.duration_s;
     r.output_tps = static_cast<double>(r.total_output_tokens) / r.duration_s;
     r.total_tps = r.input_tps + r.output_tps;
     r.request_rps = static_cast<double>(r.successful) / r.duration_s;

@@ -79,6 +79,10 @@ struct BenchResult {
   // Window and throughput
   double duration_s = 0;
   int64_t total_input_tokens = 0, total_output_tokens = 0, total_expected_output_tokens = 0;
+  // A cut window: the prompt tokens whose prefill (first token) fell inside it, as
+  // measured (-1: not a window). total_input_tokens there is the steady-state credit.
+  int64_t prefilled_input_tokens = -1;
+  double prefilled_input_tps = -1;
   double input_tps = 0, output_tps = 0, total_tps = 0, request_rps = 0;
   double per_gpu_input_tps = 0, per_gpu_output_tps = 0, per_gpu_total_tps = 0;
   double goodput_rps = -1;  // -1 when no SLO was given

@@ -84,6 +84,44 @@ TEST(MetricsTest, ExactValuesOnAHandBuiltRun) {
   EXPECT_FALSE(Metric(r, "nonsense"));
 }
 
+// A window shorter than a request's life: 4 requests of ISL 1000 / OSL 10 that all
+// prefilled before it (a synchronized wave, one token per 100 ms). Counting prompts at
+// their prefill gives the window no input at all; the steady-state credit gives each
+// request's prompt per output token streamed inside (1000 / 10 = 100 per token).
+TEST(MetricsTest, AWindowCreditsPromptsAsTheirOutputsStream) {
+  RunOutput run;
+  for (int k = 0; k < 4; ++k) {
+    RequestRecord r = Rec(0, {100, 200, 300, 400, 500, 600}, 0, 1000, -1);
+    r.isl_expected = 1000;
+    r.osl_expected = 10;
+    r.cut = true;
+    r.error = ErrorCategory::kCancelled;
+    if (k == 3) {  // a staggered first-wave request asked for 6 of the workload's 10 tokens
+      r.osl_expected = 6;
+      r.osl_nominal = 10;
+    }
+    run.records.push_back(r);
+  }
+  RequestRecord late = Rec(450, {520, 580}, 0, 1000, -1);  // prefilled inside, 2 tokens inside
+  late.osl_expected = 10;
+  late.cut = true;
+  late.error = ErrorCategory::kCancelled;
+  run.records.push_back(late);
+  run.windowed = true;
+  run.window_start_ns = 250 * kMs;
+  run.window_end_ns = 550 * kMs;
+  BenchResult r = ComputeResult(run, RunContext{}, {}, {});
+  EXPECT_EQ(r.total_output_tokens, 4 * 3 + 1);   // 300, 400, 500 from each; 520 from the late one
+  EXPECT_EQ(r.prefilled_input_tokens, 1000);     // only the late one's prefill fell inside
+  EXPECT_EQ(r.total_input_tokens, 13 * 100);     // 100 per output token, the staggered one at its nominal OSL
+  EXPECT_NEAR(r.input_tps, 1300 / 0.3, 1e-6);
+  EXPECT_NEAR(r.prefilled_input_tps, 1000 / 0.3, 1e-6);
+  EXPECT_NEAR(r.total_tps, 1313 / 0.3, 1e-6);
+  BenchResult back = ResultFromJson(ResultToJson(r)).value();
+  EXPECT_NEAR(back.prefilled_input_tps, r.prefilled_input_tps, 1e-3);
+  EXPECT_EQ(ComputeResult(Sample(), RunContext{}, {}, {}).prefilled_input_tokens, -1) << "not a window";
+}
+
 TEST(MetricsTest, GoodputCountsRequestsMeetingEveryPerRequestSlo) {
   // TTFT [.1 .2 .1], TPOT [.1 .1 .4]: request 1 meets both, 2 misses TTFT, 3 misses TPOT.
   BenchResult r = ComputeResult(Sample(), RunContext{}, SloSpec{.ttft_ms = 150, .tpot_ms = 200}, {});

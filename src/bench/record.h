@@ -77,6 +77,10 @@ struct RequestRecord {
   int64_t isl_expected = 0;  // the planned input (agentic: the trace's `in`); 0 when not planned
   int64_t osl = 0;
   int64_t osl_expected = 0;
+  // The workload's OSL when the runner asked this request for fewer tokens (a staggered
+  // first wave, RunOptions::ramp_s); 0 = osl_expected. A window credits the request's
+  // prompt per output token at isl / osl_nominal.
+  int64_t osl_nominal = 0;
   int64_t cached_tokens = -1;  // usage.prompt_tokens_details.cached_tokens (or llama.cpp timings.cache_n)
   CountSource count_source = CountSource::kClient;
   std::vector<int64_t> chunk_ns;  // arrival of each content chunk

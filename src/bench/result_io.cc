@@ -153,6 +153,11 @@ std::string ResultToJson(const BenchResult& r) {
                      {"peak_output_tps", R5(r.peak_output_tps)},
                      {"achieved_concurrency", R5(r.achieved_concurrency)},
                      {"peak_concurrency", r.peak_concurrency}};
+  if (r.prefilled_input_tokens >= 0) {
+    j["throughput"]["window_prompt_credit"] = "per output token: isl / osl";
+    j["throughput"]["prefilled_input_tps"] = R5(r.prefilled_input_tps);
+    j["throughput"]["prefilled_input_tokens"] = r.prefilled_input_tokens;
+  }
   j["latency_s"] = {{"ttft", SummaryJson(r.ttft)}, {"tpot", SummaryJson(r.tpot)}, {"itl", SummaryJson(r.itl)},
                     {"e2el", SummaryJson(r.e2el)}, {"client_queue", SummaryJson(r.client_queue)},
                     {"e2e_norm", SummaryJson(r.e2e_norm)}};
@@ -225,6 +230,8 @@ Result<BenchResult> ResultFromJson(const std::string& text) {
     r.input_tps = t.value("input_tps", 0.0);
     r.output_tps = t.value("output_tps", 0.0);
     r.total_tps = t.value("total_tps", 0.0);
+    r.prefilled_input_tps = t.value("prefilled_input_tps", -1.0);
+    r.prefilled_input_tokens = t.value("prefilled_input_tokens", int64_t{-1});
     r.request_rps = t.value("request_rps", 0.0);
     r.per_gpu_input_tps = t["per_gpu"].value("input_tps", 0.0);
     r.per_gpu_output_tps = t["per_gpu"].value("output_tps", 0.0);

@@ -65,7 +65,7 @@ class Engine {
     if (o.scrape_interval_s > 0) scraper_ = std::make_unique<ServerScraper>(loop, o.host, o.port, o.profile.metrics);
   }
 
-  void Send(const RequestSpec& spec, uint64_t index, double queue_s) {
+  void Send(const RequestSpec& spec, uint64_t index, double queue_s, int64_t osl_nominal = 0) {
     RequestRecord rec;
     rec.index = index;
     rec.phase = spec.phase;
@@ -74,6 +74,7 @@ class Engine {
     rec.isl = spec.isl_expected;
     rec.isl_expected = spec.isl_expected;
     rec.osl_expected = spec.max_tokens;
+    rec.osl_nominal = osl_nominal;
     rec.client_queue_s = queue_s;
     rec.hit_blocks = spec.hit_blocks;
     rec.total_blocks = spec.total_blocks;
@@ -218,12 +219,13 @@ Result<RunOutput> RunRequests(const std::vector<RequestSpec>& requests, const Ru
       while (accepting && next < measured.size() && engine.in_flight() < cap) {
         if (stagger && first_wave < cap) {
           RequestSpec spec = requests[measured[next]];
+          const int64_t nominal = spec.max_tokens;
           if (spec.max_tokens > 1) {
             spec.max_tokens = std::max<int64_t>(
                 1, spec.max_tokens * static_cast<int64_t>(first_wave + 1) / static_cast<int64_t>(cap));
           }
           ++first_wave;
-          engine.Send(spec, measured[next], 0);
+          engine.Send(spec, measured[next], 0, nominal);
         } else {
           engine.Send(requests[measured[next]], measured[next], 0);
         }

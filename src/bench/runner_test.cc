@@ -168,7 +168,8 @@ TEST(RunnerTest, AWindowCutsTheRequestsStillRunningAndCountsTheirTokens) {
   EXPECT_EQ(r.successful, 0);
   EXPECT_TRUE(r.valid) << "the window measured tokens: " << Join(r.invalid_reasons, "; ");
   EXPECT_EQ(r.total_output_tokens, chunks);
-  EXPECT_EQ(r.total_input_tokens, 4 * 3);
+  EXPECT_EQ(r.prefilled_input_tokens, 4 * 3) << "every prompt was prefilled inside the window";
+  EXPECT_EQ(r.total_input_tokens, std::llround(3.0 * static_cast<double>(chunks) / 50)) << "3 prompt tokens per 50 output";
   EXPECT_GT(r.output_tps, 0);
   EXPECT_EQ(r.ttft.n, 0u) << "latencies come from completed requests only";
 }
@@ -206,7 +207,14 @@ TEST(RunnerTest, ARampKeepsTheFirstBurstOutOfTheWindowAndStaggersTheFirstWave) {
   BenchResult r = ComputeResult(*out, RunContext{}, {}, {});
   EXPECT_EQ(r.total_output_tokens, inside);
   EXPECT_LT(inside, all) << "tokens streamed during the ramp do not count";
-  EXPECT_EQ(r.total_input_tokens, by_index[2]->isl) << "only the prompt prefilled inside the window counts";
+  EXPECT_EQ(r.prefilled_input_tokens, by_index[2]->isl) << "only the successor prefilled inside the window";
+  double credit = 0;  // each prompt per output token inside, at the workload's OSL (the first wave's too)
+  for (const auto& rec : out->records) {
+    int64_t in = 0;
+    for (int64_t t : rec.chunk_ns) in += t >= out->window_start_ns && t <= out->window_end_ns;
+    credit += static_cast<double>(rec.isl) * static_cast<double>(in) / 50;
+  }
+  EXPECT_EQ(r.total_input_tokens, std::llround(credit));
   EXPECT_TRUE(r.valid);
 }
 

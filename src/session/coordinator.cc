@@ -242,9 +242,7 @@ Status Coordinator::CloseSession() {
   // judged. Three pairs on a noisy host give intervals too wide to admit a real gain.
   if (!state_.BestIsStock() && !state_.validated && !state_.interrupted && !state_.baseline_values.empty()) {
     const auto& m = spec_.measurement;
-    std::vector<std::string> a_trials, b_trials;
-    std::vector<double> a, b;
-    double best_total = 0, best_output = 0;
+    SessionState::ClosePairs& cp = state_.close_pairs;  // saved with every trial: a resume goes on from it
     PairPlan plan;
     plan.a = {TrialRole::kValidate, state_.stock, ""};
     plan.b = {TrialRole::kValidate, state_.best, state_.server_binary};
@@ -256,10 +254,14 @@ Status Coordinator::CloseSession() {
     plan.label = "close validation";
     plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
       if (!b_arm) return;
-      best_total += o.result.total_tps;
-      best_output += o.result.output_tps;
+      cp.best_total_sum += o.result.total_tps;
+      cp.best_output_sum += o.result.output_tps;
     };
-    PairLog log(a_trials, a, b_trials, b);
+    PairLog log(cp.a_trials, cp.a_values, cp.b_trials, cp.b_values);
+    if (log.pairs() > 0 || log.half_pair()) {
+      ledger_.Progress("close validation: going on from " + std::to_string(log.pairs()) + " pair(s) measured before" +
+                       (log.half_pair() ? " and a half pair" : ""));
+    }
     // An error (an interrupt) leaves what was measured; a full disk stops the session.
     if (auto run = RunComparison(ledger_, plan, log); !run && sys::IsNoSpace(run.error())) return Fail(run.error());
     state_.validation_trials = log.Interleaved();
@@ -273,7 +275,7 @@ Status Coordinator::CloseSession() {
       state_.validated_best_objective = Mean(log.b());
       state_.validation_verdict = r.verdict;
       if (ledger_.HasSlo()) {  // the best, over its pooled validation requests
-        const measure::PooledSlo slo = ledger_.JudgeSlo(b_trials, "config", "best (close)");
+        const measure::PooledSlo slo = ledger_.JudgeSlo(cp.b_trials, "config", "best (close)");
         state_.best_slo = slo.Describe();
         state_.best_slo_excess = slo.excess;
         if (!slo.ok && r.verdict == Verdict::kKeep) {
@@ -285,8 +287,8 @@ Status Coordinator::CloseSession() {
                        Fmt("%.3f", r.ratio.hi) + "] " + std::string(VerdictName(r.verdict)) + " after " +
                        std::to_string(log.pairs()) + " pairs");
       if (services_.roofline) {
-        double n = static_cast<double>(log.pairs());
-        auto note = services_.roofline(state_.best, best_total / n, best_output / n);
+        double n = static_cast<double>(cp.b_trials.size());
+        auto note = services_.roofline(state_.best, cp.best_total_sum / n, cp.best_output_sum / n);
         if (note) state_.roofline += (state_.roofline.empty() ? "" : "; ") + std::string("best: ") + note->summary;
       }
       if (spec_.accuracy.enabled && state_.close_accuracy.empty()) {

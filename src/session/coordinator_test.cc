@@ -732,6 +732,54 @@ TEST_F(CoordinatorTest, ASessionResumedAfterTheFrameworkPhaseStillCycles) {
   EXPECT_EQ(s.best.ToString(), "a=1");
 }
 
+// A session killed during its close validation (the GPU session of 2026-12-04 was, at
+// the end of a device call) resumes the validation from the pairs it had measured: the
+// whole pair and the half pair before the kill are judged with the rest, not measured
+// again (the close used to start over and, out of budget, end NOT_VALIDATED).
+TEST_F(CoordinatorTest, ACloseKilledMidPairResumesItsPairs) {
+  exec_.factors = {{"speed=fast", 1.25}};
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int validate = 0;
+    exec_.error_if = [&](const measure::TrialRequest& r) -> std::optional<Error> {
+      if (r.role == measure::TrialRole::kValidate && ++validate == 4) _exit(0);  // kill -9 in pair 2's B
+      return std::nullopt;
+    };
+    ListProposer p({"speed=fast"});
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = &p;
+    svc.clock = &clock_;
+    Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+    (void)c.Run();
+    _exit(1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_OK_AND_ASSIGN(SessionState killed, LoadState(dir_->path().string()));
+  ASSERT_EQ(killed.phase, Phase::kClose);
+  ASSERT_EQ(killed.close_pairs.a_trials.size(), 2u) << "pair 1 and pair 2's A were saved";
+  ASSERT_EQ(killed.close_pairs.b_trials.size(), 1u);
+  const std::vector<std::string> before = {killed.close_pairs.a_trials[0], killed.close_pairs.b_trials[0],
+                                           killed.close_pairs.a_trials[1]};
+  ListProposer p({});
+  SessionState s = Run(spec, &p, &killed);
+  EXPECT_EQ(s.phase, Phase::kDone);
+  EXPECT_TRUE(s.validated);
+  EXPECT_EQ(s.validation_verdict, Verdict::kKeep);
+  ASSERT_EQ(s.validation_trials.size(), 6u) << "min_pairs pairs in all";
+  EXPECT_EQ(std::vector<std::string>(s.validation_trials.begin(), s.validation_trials.begin() + 3), before)
+      << "the pairs measured before the kill are part of the verdict";
+  int validations_after = 0;
+  for (const auto& r : exec_.ran) validations_after += r.role == measure::TrialRole::kValidate;
+  EXPECT_EQ(validations_after, 3) << "pair 2's B and pair 3: nothing measured twice";
+  EXPECT_NEAR(s.validated_gain, 0.25, 0.03);
+}
+
 // A kernel lane that is interrupted (SIGTERM: Ctrl-C, a Slurm requeue) as the kernel
 // phase starts.
 class InterruptedKernelLane final : public KernelLane {

@@ -138,6 +138,14 @@ struct SessionState {
   double validated_gain = 0, validated_lo = 0, validated_hi = 0;
   double validated_best_objective = 0, validated_stock_objective = 0;
   std::vector<std::string> validation_trials;
+  // The close's pairs as they are measured, saved after every trial, so that a session
+  // killed during the close resumes its validation where it stopped (a half pair
+  // waits for its B) instead of starting it again.
+  struct ClosePairs {
+    std::vector<std::string> a_trials, b_trials;
+    std::vector<double> a_values, b_values;
+    double best_total_sum = 0, best_output_sum = 0;  // over the B trials: the best's roofline
+  } close_pairs;
   std::optional<Verdict> validation_verdict;  // KEEP, REVERT, INCONCLUSIVE or NOT_VALIDATED; unset: not run
   std::string close_accuracy;
   // The accuracy gate: probes, method, thresholds in force and the stock's A/A spread.

@@ -289,6 +289,12 @@ std::string StateToJson(const SessionState& s) {
             {"validated_best_objective", s.validated_best_objective},
             {"validated_stock_objective", s.validated_stock_objective},
             {"validation_trials", s.validation_trials},
+            {"close_pairs", {{"a_trials", s.close_pairs.a_trials},
+                             {"a_values", s.close_pairs.a_values},
+                             {"b_trials", s.close_pairs.b_trials},
+                             {"b_values", s.close_pairs.b_values},
+                             {"best_total_sum", s.close_pairs.best_total_sum},
+                             {"best_output_sum", s.close_pairs.best_output_sum}}},
             {"validation_verdict", Name(s.validation_verdict)},
             {"close_accuracy", s.close_accuracy},
             {"accuracy_gate", GateJson(s.accuracy_gate)},
@@ -387,6 +393,19 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.validated_best_objective = j.value("validated_best_objective", 0.0);
     s.validated_stock_objective = j.value("validated_stock_objective", 0.0);
     s.validation_trials = j.value("validation_trials", std::vector<std::string>{});
+    if (j.contains("close_pairs") && j["close_pairs"].is_object()) {
+      const auto& c = j["close_pairs"];
+      s.close_pairs.a_trials = c.value("a_trials", std::vector<std::string>{});
+      s.close_pairs.a_values = c.value("a_values", std::vector<double>{});
+      s.close_pairs.b_trials = c.value("b_trials", std::vector<std::string>{});
+      s.close_pairs.b_values = c.value("b_values", std::vector<double>{});
+      s.close_pairs.best_total_sum = c.value("best_total_sum", 0.0);
+      s.close_pairs.best_output_sum = c.value("best_output_sum", 0.0);
+      if (s.close_pairs.a_trials.size() != s.close_pairs.a_values.size() ||
+          s.close_pairs.b_trials.size() != s.close_pairs.b_values.size()) {
+        s.close_pairs = {};  // inconsistent: the close measures again rather than judge a torn log
+      }
+    }
     s.validation_verdict = OptionalVerdictFrom(j.value("validation_verdict", ""));
     s.close_accuracy = j.value("close_accuracy", "");
     if (j.contains("accuracy_gate")) s.accuracy_gate = GateFromJson(j["accuracy_gate"]);
