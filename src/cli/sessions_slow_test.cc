@@ -91,11 +91,15 @@ target:
     - {name: threads, flag: --threads, type: int, min: 1, max: 8, search: [2], default: "1", category: threads}
     - {name: ubatch, type: int, min: 1, max: 512, search: [512], default: "1", category: batching,
        why: "the user launched with prompts processed one token at a time"}
-workload: {isl: 128, osl: 8, concurrency: 2, num_prompts: 8, warmups: 1}
+workload: {isl: 128, osl: 8, concurrency: 2, num_prompts: 16, warmups: 1}
 objective: {metric: total_tps_per_gpu}
 accuracy: {probes: 2, probe_tokens: 4, max_kld: 0.5}
-budget: {wall: 280s}  # a session here takes 15-40 s; the rest is room for a loaded host
-measurement: {min_pairs: 3, max_pairs: 12, pair_step: 3, aa_pairs: 3}
+# A session here takes 15-40 s; the rest is room for a loaded host (ctest -j2 next to
+# the fleet test: the A/A floor reached 20%, q8_0 was inconclusive through 12 pairs, and
+# a 280 s budget ran out before ubatch=512 was validated; with two busy loops beside it
+# one wild pair left a 6-pair close inconclusive, so the close keeps its 12).
+budget: {wall: 360s}
+measurement: {min_pairs: 3, max_pairs: 12, pair_step: 3, aa_pairs: 2}
 search: {knobs: [ubatch, quant, threads]}
 kb: {path: )" + Path("kb.sqlite").string() + "}\n";
   ASSERT_OK(sys::WriteFileAtomic(Path("command.yaml"), spec));
