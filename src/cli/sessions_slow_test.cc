@@ -146,6 +146,49 @@ kb: {path: )" + Path("kb.sqlite").string() + "}\n";
   EXPECT_NE(list.output.find(" active "), std::string::npos) << list.output;
 }
 
+// Issue 18.3 from the command line: `hone run` with a sweep grid re-tunes each point
+// with the knob llama.cpp's heuristics tie to the load (parallel = the point's
+// concurrency), on scripted measurements where 4 slots are 25% faster only at c4. The
+// report and summary show the point's re-tuned best and the front built from it.
+TEST_F(SessionsTest, TheSweepRetunesTheSlotsPerOperatingPoint) {
+  ASSERT_OK(sys::WriteFileAtomic(Path("measurements.json"), R"({"base": 100, "noise": 0.01, "seed": 7,
+    "trial_ms": 50, "factors": {"poll=0": 1.3}, "point_factors": {"4": {"parallel=4": 1.25}}})"));
+  ASSERT_OK(sys::WriteFileAtomic(Path("sweep.yaml"), std::string(R"(name: sweep-retune
+target:
+  adapter: llama.cpp
+  model: {preset: tiny, seed: 42}
+workload: {kind: fixed, isl: 64, osl: 16, concurrency: 1, num_prompts: 4, warmups: 0,
+           sweep: {concurrency: [1, 4]}}
+objective: {metric: total_tps_per_gpu}
+budget: {wall: 30m, max_cycles: 1}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 2}
+search: {knobs: [poll, parallel]}
+kb: {enabled: false}
+)")));
+  const fs::path out = Path("sweep-run");
+  auto r = RunHone({"run", Path("sweep.yaml").string(), "--out", out.string()},
+                   {{"HONE_TEST_EXECUTOR", Path("measurements.json").string()}});
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
+  const json state = ReadJson(out / "state.json");
+  ASSERT_EQ(state["best"].dump(), R"({"poll":"0"})") << LastLines(r.output, 40);
+  ASSERT_EQ(state["sweep"].size(), 2u) << LastLines(r.output, 40);
+  const json& c1 = state["sweep"][0];
+  const json& c4 = state["sweep"][1];
+  EXPECT_EQ(c1.value("retune_config", ""), "parallel=1 poll=0");
+  EXPECT_NE(c1.value("retune_verdict", ""), "KEEP");
+  EXPECT_EQ(c1.value("best_config", ""), "poll=0");
+  EXPECT_EQ(c4.value("retune_config", ""), "parallel=4 poll=0");
+  EXPECT_EQ(c4.value("retune_verdict", ""), "KEEP");
+  EXPECT_EQ(c4.value("best_config", ""), "parallel=4 poll=0");
+  EXPECT_NEAR(c4.value("best_objective", 0.0) / c4.value("stock_objective", 1.0), 1.3 * 1.25, 0.06);
+  const std::string report = sys::ReadFile(out / "report.md").value_or("");
+  EXPECT_NE(report.find("| parallel=4 poll=0 | parallel=4 poll=0: KEEP +"), std::string::npos) << report;
+  const json summary = ReadJson(out / "summary.json");
+  EXPECT_EQ(summary["sweep"]["points"][1]["best_config"], "parallel=4 poll=0");
+  EXPECT_EQ(summary["sweep"]["points"][1]["retune"]["verdict"], "KEEP");
+  EXPECT_GT(summary["sweep"]["area_index"].get<double>(), 1.0);
+}
+
 // One engine's session through its stand-in: `hone run`, killed with SIGKILL once a
 // trial is on disk, then `hone resume` to the close.
 void StandInSessionKilledAndResumed(SessionsTest& t, const std::string& adapter, const std::string& version,

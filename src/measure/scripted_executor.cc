@@ -30,6 +30,7 @@ Result<std::unique_ptr<ScriptedExecutor>> ScriptedExecutor::Load(const std::stri
     e->seed_ = j.value("seed", e->seed_);
     e->trial_ms_ = j.value("trial_ms", e->trial_ms_);
     e->factors_ = j.value("factors", e->factors_);
+    e->point_factors_ = j.value("point_factors", e->point_factors_);
     e->launch_failures_ = j.value("launch_failures", e->launch_failures_);
     e->inaccurate_ = j.value("inaccurate", e->inaccurate_);
   } catch (const json::exception& ex) {
@@ -77,9 +78,14 @@ Result<TrialOutcome> ScriptedExecutor::Run(const TrialRequest& req) {
     }
   }
   double value = base_;
+  auto at_point = point_factors_.find(std::to_string(req.point.concurrency));
   for (const auto& [knob, v] : req.config.values()) {
     auto it = factors_.find(knob + "=" + v);
     if (it != factors_.end()) value *= it->second;
+    if (at_point != point_factors_.end()) {
+      auto pt = at_point->second.find(knob + "=" + v);
+      if (pt != at_point->second.end()) value *= pt->second;
+    }
   }
   Rng rng(MixSeed(MixSeed(seed_, std::hash<std::string>{}(req.config.Hash() + "|" + std::string(TrialRoleName(req.role)))),
                   static_cast<uint64_t>(k)));

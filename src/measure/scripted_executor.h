@@ -13,7 +13,8 @@
 // Measurements file (JSON):
 //   {"base": 100, "noise": 0.02, "seed": 7, "trial_ms": 300,
 //    "factors": {"threads=1": 0.6}, "launch_failures": {"ubatch_size=8": "bad_flag"},
-//    "inaccurate": ["cache_type_k=q4_0"]}
+//    "inaccurate": ["cache_type_k=q4_0"], "point_factors": {"4": {"parallel=4": 1.25}}}
+// (point_factors: extra factors at one concurrency, for the sweep's operating points)
 // Not thread-safe (one trial at a time, like the real executor).
 #pragma once
 
@@ -44,6 +45,7 @@ class ScriptedExecutor final : public TrialExecutor {
   uint64_t seed_ = 7;
   int trial_ms_ = 300;
   std::map<std::string, double> factors_;
+  std::map<std::string, std::map<std::string, double>> point_factors_;  // concurrency -> factors
   std::map<std::string, std::string> launch_failures_;
   std::vector<std::string> inaccurate_;
 };

@@ -370,14 +370,25 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("");
     line("## Sweep (best vs stock per operating point)");
     line("");
-    line("| concurrency | ISL | OSL | stock " + spec.objective.metric + " | best | verdict | stock tok/s | best tok/s | "
-         "stock p50 tok/s/user | best | trials |");
-    line("|---|---|---|---|---|---|---|---|---|---|---|");
+    line("The point's best is the session's best, or a variant re-tuned for the point (its load-tracking knobs set "
+         "for it) that beat the point's winner paired; its figures are then the variant's.");
+    line("");
+    line("| concurrency | ISL | OSL | stock " + spec.objective.metric + " | best | verdict | point's best | "
+         "re-tuned | stock tok/s | best tok/s | stock p50 tok/s/user | best | trials |");
+    line("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (const auto& p : s.sweep) {
+      std::string retune = p.retune_config.empty() ? "" : Md(p.retune_config) + ": " + V(p.retune_verdict);
+      if (p.retune_verdict && (*p.retune_verdict == Verdict::kKeep || *p.retune_verdict == Verdict::kRevert ||
+                               *p.retune_verdict == Verdict::kInconclusive)) {
+        retune += " " + Pct(p.retune_gain) + " vs " + (p.retune_against.empty() ? "stock" : Md(p.retune_against));
+      }
+      std::string trials = Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",");
+      if (!p.retune_trials.empty()) trials += "; re-tune " + Join(p.retune_base_trials, ",") + " / " + Join(p.retune_trials, ",");
       line("| " + std::to_string(p.concurrency) + " | " + std::to_string(p.isl) + " | " + std::to_string(p.osl) +
            " | " + F("%.4g", p.stock_objective) + " | " + F("%.4g", p.best_objective) + " | " + V(p.verdict) + " | " +
-           F("%.1f", p.stock_tps) + " | " + F("%.1f", p.best_tps) + " | " + F("%.2f", p.stock_intvty) + " | " +
-           F("%.2f", p.best_intvty) + " | " + Md(Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",")) + " |");
+           Md(p.best_config.empty() ? "(stock)" : p.best_config) + " | " + retune + " | " + F("%.1f", p.stock_tps) +
+           " | " + F("%.1f", p.best_tps) + " | " + F("%.2f", p.stock_intvty) + " | " + F("%.2f", p.best_intvty) +
+           " | " + Md(trials) + " |");
     }
     AreaIndex area = SweepAreaIndex(in);
     line("");
@@ -751,6 +762,11 @@ std::string RenderSummaryJson(const ReportInput& in) {
       points.push_back({{"concurrency", p.concurrency}, {"isl", p.isl}, {"osl", p.osl}, {"verdict", V(p.verdict)},
                         {"best_config", p.best_config}, {"stock_tps", p.stock_tps}, {"best_tps", p.best_tps},
                         {"stock_intvty_p50", p.stock_intvty}, {"best_intvty_p50", p.best_intvty}});
+      if (!p.retune_config.empty()) {
+        points.back()["retune"] = {{"config", p.retune_config}, {"against", p.retune_against},
+                                   {"verdict", V(p.retune_verdict)}, {"gain", p.retune_gain},
+                                   {"base_trials", p.retune_base_trials}, {"trials", p.retune_trials}};
+      }
     }
     AreaIndex area = SweepAreaIndex(in);
     auto front = [](const std::vector<FrontPoint>& f) {

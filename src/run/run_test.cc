@@ -72,6 +72,37 @@ TEST_F(RunTest, TheEnablementLadderIsDataAndABrokenFileNamesItself) {
   EXPECT_NE(missing.error().message.find("nowhere.yaml"), std::string::npos);
 }
 
+// The sweep's per-point re-tuning (issue 18.3) from the real catalogs and heuristics:
+// the knob each framework ties to the load, set to the point's concurrency.
+TEST_F(RunTest, PointVariantsSetTheLoadTrackingKnobForThePoint) {
+  ASSERT_OK_AND_ASSIGN(search::Heuristics h,
+                       search::Heuristics::Load((testing::SourceDir() / "data/search/heuristics.yaml").string()));
+  ASSERT_OK_AND_ASSIGN(target::KnobCatalog llama,
+                       target::KnobCatalog::Load((testing::SourceDir() / "catalogs/llama.cpp/v0.4.yaml").string()));
+  spec::SessionSpec spec;
+  spec.target.adapter = "llama.cpp";
+  const Config best{{"parallel", "64"}, {"ubatch_size", "512"}};
+  auto v = PointVariants(spec, llama, h, best, {16, 1024, 1024});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].ToString(), "parallel=16 ubatch_size=512") << "the rest of the best is kept";
+  EXPECT_TRUE(PointVariants(spec, llama, h, best, {64, 1024, 1024}).empty()) << "already set for this load";
+  spec.search.exclude = {"parallel"};
+  EXPECT_TRUE(PointVariants(spec, llama, h, best, {16, 1024, 1024}).empty()) << "the spec's domain is respected";
+  spec.search.exclude.clear();
+  spec.search.knobs = {"ubatch_size"};
+  EXPECT_TRUE(PointVariants(spec, llama, h, best, {16, 1024, 1024}).empty());
+  ASSERT_OK_AND_ASSIGN(target::KnobCatalog vllm,
+                       target::KnobCatalog::Load((testing::SourceDir() / "catalogs/vllm/v0.12.yaml").string()));
+  spec::SessionSpec vspec;
+  vspec.target.adapter = "vllm";
+  auto vv = PointVariants(vspec, vllm, h, Config{}, {32, 128, 128});
+  ASSERT_EQ(vv.size(), 1u);
+  EXPECT_EQ(vv[0].ToString(), "max_num_seqs=32");
+  spec::SessionSpec cspec;
+  cspec.target.adapter = "command";  // a user's knob table: no heuristics, no variants
+  EXPECT_TRUE(PointVariants(cspec, llama, h, best, {16, 1024, 1024}).empty());
+}
+
 TEST_F(RunTest, RiskComesFromTheCatalogsLevels) {
   ASSERT_OK_AND_ASSIGN(auto adapter, target::LlamaCppAdapter::Create(ctx_.data_dir, "0.4.0"));
   auto risky = RiskyHook(adapter->catalog());

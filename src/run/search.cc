@@ -1,5 +1,7 @@
 #include "run/search.h"
 
+#include <algorithm>
+
 #include "run/knowledge.h"
 #include "search/heuristics.h"
 
@@ -19,6 +21,33 @@ search::PlannerOptions PlannerOptionsFor(const spec::SessionSpec& spec, const st
                                            .pair_step = m.pair_step, .min_gain = m.min_gain,
                                            .confidence = m.confidence};
   return o;
+}
+
+std::vector<Config> PointVariants(const spec::SessionSpec& spec, const target::KnobCatalog& catalog,
+                                  const search::Heuristics& heuristics, const Config& config,
+                                  const measure::OperatingPoint& point) {
+  std::vector<Config> out;
+  const search::FrameworkHeuristics* fw = heuristics.Framework(spec.target.adapter);
+  if (!fw || point.concurrency <= 0) return out;
+  const auto listed = [](const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  };
+  const std::string value = std::to_string(point.concurrency);
+  for (const auto& [name, hints] : fw->value_hints) {
+    if (!listed(hints, "concurrency")) continue;
+    const target::Knob* knob = catalog.Find(name);
+    if (!knob || !knob->searchable || listed(spec.search.exclude, name)) continue;
+    if (!spec.search.knobs.empty() && !listed(spec.search.knobs, name)) continue;
+    if (!knob->ValidateValue(value)) continue;
+    auto current = config.Get(name);
+    if (current && *current == value) continue;
+    if (!current && knob->default_value == value) continue;
+    Config v = config;
+    v.Set(name, value);
+    if (!catalog.Validate(v)) continue;
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 Result<std::unique_ptr<search::Proposer>> BuildProposer(const spec::SessionSpec& spec, const Engine& engine,

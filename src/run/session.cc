@@ -186,6 +186,13 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   svc.kernel = w->kernel.get();
   svc.risky = RiskyHook(w->engine.adapter->catalog());
   svc.enablement = [ladder = &w->enablement](const std::string& kind) { return ladder->Rungs(kind); };
+  HONE_ASSIGN_OR_RETURN(search::Heuristics heuristics,
+                        search::Heuristics::Load(ctx.data_dir + "/data/search/heuristics.yaml"));
+  svc.point_variants = [spec = &w->spec, catalog = &w->engine.adapter->catalog(),
+                        h = std::make_shared<const search::Heuristics>(std::move(heuristics))](
+                           const Config& config, const measure::OperatingPoint& point) {
+    return PointVariants(*spec, *catalog, *h, config, point);
+  };
   svc.progress = ctx.progress;
   HONE_ASSIGN_OR_RETURN(svc.roofline, BuildRoofline(spec, w->engine.model_path, machine, ctx, RealCeilingProbes(ctx)));
   svc.cpus = machine.cpus;

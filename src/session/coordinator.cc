@@ -190,6 +190,9 @@ Status Coordinator::Sweep() {
       case ComparisonEnd::kFailedB:
       case ComparisonEnd::kSloViolated: rec.verdict = Verdict::kInvalid; break;
     }
+    if (rec.verdict == Verdict::kKeep || rec.verdict == Verdict::kRevert || rec.verdict == Verdict::kInconclusive) {
+      HONE_TRY(RetunePoint(p, rec));
+    }
     state_.sweep.push_back(rec);
     ledger_.Event("sweep_point", {{"point", p.Label()},
                                   {"verdict", std::string(VerdictName(*rec.verdict))},
@@ -199,6 +202,75 @@ Status Coordinator::Sweep() {
   }
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
   ledger_.EndPhase(PhaseStatus::kDone, std::to_string(state_.sweep.size()) + " operating points");
+  return Ok();
+}
+
+// Re-tuning at a sweep point (issue 18.3): the cycle's best was tuned at the primary
+// operating point; at another load the knobs that track it (llama.cpp's slots, vLLM's
+// max_num_seqs: services_.point_variants) may want other values. Each variant is
+// measured paired against the point's winner (the best when it beat the stock here,
+// else the stock), at most workload.sweep_retune of them; the first KEEP (within the
+// SLO) becomes the point's best, so the front and the area index show the best
+// configuration per point, not only the cycle's.
+Status Coordinator::RetunePoint(const measure::OperatingPoint& p, SweepPointRecord& rec) {
+  if (!services_.point_variants || spec_.workload.sweep_retune <= 0) return Ok();
+  const bool best_won = rec.verdict == Verdict::kKeep;
+  const Config& winner = best_won ? state_.best : state_.stock;
+  int tried = 0;
+  for (const Config& v : services_.point_variants(state_.best, p)) {
+    if (tried >= spec_.workload.sweep_retune) break;
+    if (v == winner || v == state_.stock || v == state_.best) continue;
+    if (ledger_.Stopping() || !ledger_.CanAfford(2 * spec_.measurement.min_pairs)) break;
+    ++tried;
+    ledger_.Progress("  sweep " + p.Label() + ": re-tuning " + v.ToString() + " against " +
+                     (best_won ? "the best" : "the stock"));
+    rec.retune_config = v.ToString();
+    rec.retune_against = best_won ? state_.best.ToString() : "";
+    rec.retune_base_trials.clear();
+    rec.retune_trials.clear();
+    std::vector<double> a, b;
+    double v_tps = 0, v_intvty = 0;
+    PairPlan plan;
+    plan.a = {TrialRole::kSweep, winner, best_won ? state_.server_binary : ""};
+    plan.b = {TrialRole::kSweep, v, state_.server_binary};
+    plan.point = p;
+    plan.min_pairs = plan.max_pairs = spec_.measurement.min_pairs;
+    plan.judge = VerdictSettings(1);
+    plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
+      if (!b_arm) return;
+      v_tps += o.result.total_tps;
+      v_intvty += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
+    };
+    PairLog log(rec.retune_base_trials, a, rec.retune_trials, b);
+    HONE_ASSIGN_OR_RETURN(ComparisonResult r, RunComparison(ledger_, plan, log));
+    if (r.end != ComparisonEnd::kComplete || !r.judged) {
+      rec.retune_verdict = r.end == ComparisonEnd::kBudget ? Verdict::kSkippedBudget : Verdict::kInvalid;
+      continue;
+    }
+    rec.retune_verdict = r.judged->verdict;
+    rec.retune_gain = r.judged->gain;
+    measure::PooledSlo slo;
+    if (ledger_.HasSlo()) {
+      slo = ledger_.SloOf(rec.retune_trials);
+      if (rec.retune_verdict == Verdict::kKeep && !slo.ok) rec.retune_verdict = Verdict::kRevert;
+    }
+    ledger_.Event("sweep_retune", {{"point", p.Label()},
+                                   {"config", rec.retune_config},
+                                   {"verdict", std::string(VerdictName(*rec.retune_verdict))},
+                                   {"gain", Fmt("%.4f", rec.retune_gain)}});
+    if (rec.retune_verdict != Verdict::kKeep) continue;
+    const double n = static_cast<double>(log.pairs());
+    rec.best_config = v.ToString();
+    rec.best_objective = Mean(log.b());
+    rec.best_tps = v_tps / n;
+    rec.best_intvty = v_intvty / n;
+    if (ledger_.HasSlo()) {
+      rec.best_slo = slo.Describe();
+      rec.best_slo_excess = slo.excess;
+    }
+    rec.verdict = Verdict::kKeep;  // it beat the winner, which the stock did not beat
+    break;
+  }
   return Ok();
 }
 

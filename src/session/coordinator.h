@@ -71,6 +71,7 @@ class Coordinator {
   Status Framework();
   Status Kernel();
   Status Sweep();
+  Status RetunePoint(const measure::OperatingPoint& p, SweepPointRecord& rec);
   Status CloseSession();
   // The stock violates an SLO and nothing found meets it: says so (state_.slo_infeasible,
   // an event, a progress line) with the closest configuration.

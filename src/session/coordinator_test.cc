@@ -61,6 +61,7 @@ class CoordinatorTest : public ::testing::Test {
       return kind == "out_of_memory" ? std::vector<Config>{Config{{"ctx", "big"}}, Config{{"ctx", "small"}}}
                                      : std::vector<Config>{};
     };
+    svc.point_variants = point_variants_;
     SessionState s = resume ? *resume : Coordinator::NewState(spec, dir_->path().string(), clock_);
     Coordinator c(spec, svc, s);
     auto out = c.Run();
@@ -76,6 +77,7 @@ class CoordinatorTest : public ::testing::Test {
   testing::FakeClock clock_;
   FakeExecutor exec_;
   RecordingCloser closer_;
+  std::function<std::vector<Config>(const Config&, const measure::OperatingPoint&)> point_variants_;
   std::unique_ptr<sys::TempDir> dir_;
 };
 
@@ -690,6 +692,61 @@ TEST_F(CoordinatorTest, SweepRunsOverTheGridAndSkipsWhenUnchanged) {
   int sweeps_done = 0;
   for (const auto& ph : s.phases) sweeps_done += ph.phase == Phase::kSweep && ph.status == PhaseStatus::kDone;
   EXPECT_EQ(sweeps_done, 1);  // the second cycle changed nothing: its sweep was skipped
+}
+
+// Issue 18.3: the sweep re-tunes each point. The best (a=1) was tuned at the primary
+// point; a slot count equal to the point's load (slots=N) is 25% faster at c4 and
+// changes nothing at c1. At c4 the variant beats the best paired and becomes the
+// point's best, with its own figures and trials; at c1 it is measured and not kept.
+TEST_F(CoordinatorTest, SweepRetunesEachPointAndKeepsOnlyAVariantThatWins) {
+  exec_.factors = {{"a=1", 1.3}};
+  exec_.adjust = [](const measure::TrialRequest& r, double v) {
+    return r.point.concurrency == 4 && r.config.Get("slots") == "4" ? v * 1.25 : v;
+  };
+  point_variants_ = [](const Config& c, const measure::OperatingPoint& p) {
+    Config v = c;
+    v.Set("slots", std::to_string(p.concurrency));
+    return std::vector<Config>{v};
+  };
+  ListProposer p({"a=1"});
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  spec.workload.sweep_concurrency = {1, 4};
+  spec.workload.sweep_isl_osl = {{64, 16}};
+  SessionState s = Run(spec, &p);
+  ASSERT_EQ(s.sweep.size(), 2u);
+  const SweepPointRecord& c1 = s.sweep[0];
+  const SweepPointRecord& c4 = s.sweep[1];
+  EXPECT_EQ(c1.retune_config, "a=1 slots=1");
+  EXPECT_EQ(c1.retune_against, "a=1") << "the best won at c1: the variant is measured against it";
+  EXPECT_NE(c1.retune_verdict, Verdict::kKeep);
+  EXPECT_EQ(c1.best_config, "a=1") << "a variant that does not win changes nothing";
+  EXPECT_EQ(c1.retune_trials.size(), 3u);
+  EXPECT_EQ(c4.retune_config, "a=1 slots=4");
+  EXPECT_EQ(c4.retune_verdict, Verdict::kKeep);
+  EXPECT_NEAR(c4.retune_gain, 0.25, 0.03);
+  EXPECT_EQ(c4.best_config, "a=1 slots=4") << "the point's best is the re-tuned variant";
+  EXPECT_EQ(c4.verdict, Verdict::kKeep);
+  EXPECT_NEAR(c4.best_objective / c4.stock_objective, 1.3 * 1.25, 0.08) << "its figures are the variant's";
+  for (const auto& id : c4.retune_trials) {
+    auto o = measure::ReadTrialOutcome(dir_->path().string() + "/trials/" + id);
+    ASSERT_TRUE(o) << id;
+    EXPECT_EQ(o->config.ToString(), "a=1 slots=4");
+    EXPECT_EQ(o->point.concurrency, 4);
+  }
+  EXPECT_EQ(s.best.ToString(), "a=1") << "the session's best is unchanged: the variant won at one point only";
+  // Saved and read back; `sweep: {retune: 0}` turns it off.
+  ASSERT_OK_AND_ASSIGN(SessionState loaded, LoadState(dir_->path().string()));
+  EXPECT_EQ(loaded.sweep[1].retune_trials, c4.retune_trials);
+  EXPECT_EQ(loaded.sweep[1].retune_verdict, Verdict::kKeep);
+  ASSERT_OK_AND_ASSIGN(dir_, sys::TempDir::Create("hone-coord"));
+  exec_.run_dir = dir_->path().string();
+  spec.workload.sweep_retune = 0;
+  ListProposer q({"a=1"});
+  SessionState off = Run(spec, &q);
+  ASSERT_EQ(off.sweep.size(), 2u);
+  EXPECT_TRUE(off.sweep[1].retune_config.empty());
+  EXPECT_EQ(off.sweep[1].best_config, "a=1");
 }
 
 // A kernel lane that dies as the kernel phase starts: the session is killed right

@@ -115,6 +115,9 @@ struct SessionServices {
   std::function<bool(const Config& delta)> risky;
   // Enablement ladder: configuration changes to try for a launch failure kind.
   std::function<std::vector<Config>(const std::string& failure_kind)> enablement;
+  // Re-tuning at a sweep point (optional): variants of `config` for this operating
+  // point (the knobs that track the load, set for it), each a complete configuration.
+  std::function<std::vector<Config>(const Config& config, const measure::OperatingPoint& point)> point_variants;
   std::function<void(const std::string& line)> progress;
   // A critic reviewing every measured verdict (optional). It can only make an
   // outcome more conservative: its refusal is a veto (Decide) that turns a measured

@@ -95,6 +95,14 @@ struct SweepPointRecord {
   std::string stock_slo, best_slo;  // pooled SLO status per arm ("" = no SLO)
   double stock_slo_excess = -1, best_slo_excess = -1;  // largest relative miss (0 = met, -1 = not checked)
   std::optional<Verdict> verdict;  // KEEP, REVERT, INCONCLUSIVE or INVALID; unset: not measured
+  // Re-tuned at this point: a variant of the point's winner (stock or best) measured
+  // paired against it. A KEEP makes it the point's best: best_config, best_objective,
+  // best_tps, best_intvty and best_slo are then the variant's, from retune_trials.
+  std::string retune_config;
+  std::string retune_against;  // the winner it was measured against ("" = stock)
+  std::vector<std::string> retune_base_trials, retune_trials;
+  std::optional<Verdict> retune_verdict;
+  double retune_gain = 0;
 };
 
 struct SessionState {

@@ -250,7 +250,10 @@ std::string StateToJson(const SessionState& s) {
                      {"stock_intvty", p.stock_intvty}, {"best_intvty", p.best_intvty}, {"stock_tps", p.stock_tps},
                      {"best_tps", p.best_tps}, {"stock_trials", p.stock_trials}, {"best_trials", p.best_trials},
                      {"stock_slo", p.stock_slo}, {"best_slo", p.best_slo}, {"stock_slo_excess", p.stock_slo_excess},
-                     {"best_slo_excess", p.best_slo_excess}, {"verdict", Name(p.verdict)}});
+                     {"best_slo_excess", p.best_slo_excess}, {"verdict", Name(p.verdict)},
+                     {"retune_config", p.retune_config}, {"retune_against", p.retune_against},
+                     {"retune_base_trials", p.retune_base_trials}, {"retune_trials", p.retune_trials},
+                     {"retune_verdict", Name(p.retune_verdict)}, {"retune_gain", p.retune_gain}});
   }
   json j = {{"version", s.version},
             {"session_id", s.session_id},
@@ -383,6 +386,12 @@ Result<SessionState> StateFromJson(const std::string& text) {
       r.stock_slo_excess = p.value("stock_slo_excess", -1.0);
       r.best_slo_excess = p.value("best_slo_excess", -1.0);
       r.verdict = OptionalVerdictFrom(p.value("verdict", ""));
+      r.retune_config = p.value("retune_config", "");
+      r.retune_against = p.value("retune_against", "");
+      r.retune_base_trials = p.value("retune_base_trials", std::vector<std::string>{});
+      r.retune_trials = p.value("retune_trials", std::vector<std::string>{});
+      r.retune_verdict = OptionalVerdictFrom(p.value("retune_verdict", ""));
+      r.retune_gain = p.value("retune_gain", 0.0);
       s.sweep.push_back(r);
     }
     s.last_sweep_config = j.value("last_sweep_config", "");

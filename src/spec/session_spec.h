@@ -91,6 +91,10 @@ struct WorkloadSpec {
   // sweep grid (re-measured in the Sweep phase)
   std::vector<int> sweep_concurrency;
   std::vector<std::pair<int64_t, int64_t>> sweep_isl_osl;
+  // Per sweep point, at most this many re-tuned variants of the point's winner (the
+  // knobs that track the load set to the point's concurrency), each measured paired
+  // against it; 0: stock vs best only.
+  int sweep_retune = 1;
 };
 
 struct AccuracySpec {
