@@ -122,6 +122,20 @@ TEST(MetricsTest, AWindowCreditsPromptsAsTheirOutputsStream) {
   EXPECT_EQ(ComputeResult(Sample(), RunContext{}, {}, {}).prefilled_input_tokens, -1) << "not a window";
 }
 
+// A staggered first-wave request ended early by design: its TTFT and TPOT count, its
+// end-to-end latency (shorter than any workload request's) does not.
+TEST(MetricsTest, AShortenedFirstWaveRequestStaysOutOfE2el) {
+  RunOutput run = Sample();
+  run.records[1].osl_nominal = 30;  // asked for 3 of the workload's 30 tokens
+  BenchResult r = ComputeResult(run, RunContext{}, SloSpec{.e2el_ms = 1}, {});
+  EXPECT_EQ(r.successful, 3);
+  EXPECT_EQ(r.ttft.n, 3u);
+  EXPECT_EQ(r.e2el.n, 2u);
+  EXPECT_EQ(r.samples.e2el.size(), 2u);
+  EXPECT_EQ(r.e2e_norm.n, 2u);
+  EXPECT_NEAR(r.goodput_rps, 1 / 0.61, 1e-9) << "its E2EL is not judged; the others miss a 1 ms SLO";
+}
+
 TEST(MetricsTest, GoodputCountsRequestsMeetingEveryPerRequestSlo) {
   // TTFT [.1 .2 .1], TPOT [.1 .1 .4]: request 1 meets both, 2 misses TTFT, 3 misses TPOT.
   BenchResult r = ComputeResult(Sample(), RunContext{}, SloSpec{.ttft_ms = 150, .tpot_ms = 200}, {});

@@ -190,14 +190,20 @@ Status Coordinator::Sweep() {
       case ComparisonEnd::kFailedB:
       case ComparisonEnd::kSloViolated: rec.verdict = Verdict::kInvalid; break;
     }
-    if (rec.verdict == Verdict::kKeep || rec.verdict == Verdict::kRevert || rec.verdict == Verdict::kInconclusive) {
-      HONE_TRY(RetunePoint(p, rec));
-    }
     state_.sweep.push_back(rec);
     ledger_.Event("sweep_point", {{"point", p.Label()},
                                   {"verdict", std::string(VerdictName(*rec.verdict))},
                                   {"stock", Fmt("%.5g", rec.stock_objective)},
                                   {"best", Fmt("%.5g", rec.best_objective)}});
+    HONE_TRY(ledger_.Save());
+  }
+  // Re-tuning comes after every point's stock-vs-best comparison (the part of the sweep
+  // the search reserved budget for), in what budget is left.
+  for (SweepPointRecord& rec : state_.sweep) {
+    if (rec.verdict != Verdict::kKeep && rec.verdict != Verdict::kRevert && rec.verdict != Verdict::kInconclusive) {
+      continue;
+    }
+    HONE_TRY(RetunePoint({rec.concurrency, rec.isl, rec.osl}, rec));
     HONE_TRY(ledger_.Save());
   }
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
