@@ -68,6 +68,30 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_TRUE(out) << out.error().ToString();
     return out ? *out : SessionState{};
   }
+  // A session in a child process that dies (_exit(0), like a kill -9) somewhere inside
+  // it; what it left on disk.
+  SessionState RunDyingChild(const spec::SessionSpec& spec, const std::vector<std::string>& ideas,
+                             KernelLane* kernel = nullptr) {
+    pid_t child = fork();
+    EXPECT_GE(child, 0);
+    if (child == 0) {
+      ListProposer p(ideas);
+      SessionServices svc;
+      svc.executor = &exec_;
+      svc.proposer = &p;
+      svc.clock = &clock_;
+      svc.kernel = kernel;
+      Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+      (void)c.Run();
+      _exit(1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child was to die inside its session";
+    auto loaded = LoadState(dir_->path().string());
+    EXPECT_TRUE(loaded) << loaded.error().ToString();
+    return loaded ? *loaded : SessionState{};
+  }
   std::vector<std::string> PhaseOrder(const SessionState& s) {
     std::vector<std::string> out;
     for (const auto& p : s.phases) out.push_back(std::string(PhaseName(p.phase)) + ":" + std::string(PhaseStatusName(p.status)));
@@ -761,24 +785,8 @@ class DyingKernelLane final : public KernelLane {
 TEST_F(CoordinatorTest, ASessionResumedAfterTheFrameworkPhaseStillCycles) {
   exec_.factors = {{"a=1", 1.3}};
   spec::SessionSpec spec = Spec();
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ListProposer p({"a=1"});
-    DyingKernelLane lane;
-    SessionServices svc;
-    svc.executor = &exec_;
-    svc.proposer = &p;
-    svc.clock = &clock_;
-    svc.kernel = &lane;
-    Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
-    (void)c.Run();
-    _exit(1);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  ASSERT_OK_AND_ASSIGN(SessionState killed, LoadState(dir_->path().string()));
+  DyingKernelLane lane;
+  SessionState killed = RunDyingChild(spec, {"a=1"}, &lane);
   ASSERT_EQ(killed.phase, Phase::kKernel);
   ASSERT_EQ(killed.candidates.size(), 1u);
   ASSERT_EQ(killed.candidates[0].verdict, Verdict::kKeep);
@@ -797,27 +805,13 @@ TEST_F(CoordinatorTest, ACloseKilledMidPairResumesItsPairs) {
   exec_.factors = {{"speed=fast", 1.25}};
   spec::SessionSpec spec = Spec();
   spec.budget.max_cycles = 1;
-  pid_t child = fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    int validate = 0;
-    exec_.error_if = [&](const measure::TrialRequest& r) -> std::optional<Error> {
-      if (r.role == measure::TrialRole::kValidate && ++validate == 4) _exit(0);  // kill -9 in pair 2's B
-      return std::nullopt;
-    };
-    ListProposer p({"speed=fast"});
-    SessionServices svc;
-    svc.executor = &exec_;
-    svc.proposer = &p;
-    svc.clock = &clock_;
-    Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
-    (void)c.Run();
-    _exit(1);
-  }
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  ASSERT_OK_AND_ASSIGN(SessionState killed, LoadState(dir_->path().string()));
+  int validate = 0;  // counted in the child
+  exec_.error_if = [&](const measure::TrialRequest& r) -> std::optional<Error> {
+    if (r.role == measure::TrialRole::kValidate && ++validate == 4) _exit(0);  // kill -9 in pair 2's B
+    return std::nullopt;
+  };
+  SessionState killed = RunDyingChild(spec, {"speed=fast"});
+  exec_.error_if = nullptr;
   ASSERT_EQ(killed.phase, Phase::kClose);
   ASSERT_EQ(killed.close_pairs.a_trials.size(), 2u) << "pair 1 and pair 2's A were saved";
   ASSERT_EQ(killed.close_pairs.b_trials.size(), 1u);
