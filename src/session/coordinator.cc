@@ -126,7 +126,10 @@ Status Coordinator::Sweep() {
     ledger_.EndPhase(PhaseStatus::kSkipped, "no sweep grid in the spec (workload.sweep)");
     return Ok();
   }
-  if (state_.BestIsStock()) {
+  // With the stock as the best there is no best to compare; the sweep still re-tunes
+  // the stock per point when the engine has knobs that track the load.
+  const bool stock_only = state_.BestIsStock();
+  if (stock_only && (!services_.point_variants || spec_.workload.sweep_retune <= 0)) {
     ledger_.EndPhase(PhaseStatus::kSkipped, "best is the stock configuration: nothing to sweep");
     return Ok();
   }
@@ -149,6 +152,11 @@ Status Coordinator::Sweep() {
     rec.concurrency = p.concurrency;
     rec.isl = p.isl;
     rec.osl = p.osl;
+    if (stock_only) {  // measured by the re-tuning below: the stock is its base arm
+      rec.best_config = state_.stock.ToString();
+      state_.sweep.push_back(rec);
+      continue;
+    }
     std::vector<double> a, b;
     double a_intvty = 0, b_intvty = 0, a_tps = 0, b_tps = 0;
     PairPlan plan;
@@ -200,11 +208,15 @@ Status Coordinator::Sweep() {
   // Re-tuning comes after every point's stock-vs-best comparison (the part of the sweep
   // the search reserved budget for), in what budget is left.
   for (SweepPointRecord& rec : state_.sweep) {
-    if (rec.verdict != Verdict::kKeep && rec.verdict != Verdict::kRevert && rec.verdict != Verdict::kInconclusive) {
+    if (!stock_only && rec.verdict != Verdict::kKeep && rec.verdict != Verdict::kRevert &&
+        rec.verdict != Verdict::kInconclusive) {
       continue;
     }
     HONE_TRY(RetunePoint({rec.concurrency, rec.isl, rec.osl}, rec));
     HONE_TRY(ledger_.Save());
+  }
+  if (stock_only) {  // points with nothing to re-tune (or no budget left) measured nothing
+    std::erase_if(state_.sweep, [](const SweepPointRecord& r) { return r.retune_base_trials.empty(); });
   }
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
   ledger_.EndPhase(PhaseStatus::kDone, std::to_string(state_.sweep.size()) + " operating points");
@@ -235,7 +247,7 @@ Status Coordinator::RetunePoint(const measure::OperatingPoint& p, SweepPointReco
     rec.retune_base_trials.clear();
     rec.retune_trials.clear();
     std::vector<double> a, b;
-    double v_tps = 0, v_intvty = 0;
+    double v_tps = 0, v_intvty = 0, w_tps = 0, w_intvty = 0;
     PairPlan plan;
     plan.a = {TrialRole::kSweep, winner, best_won ? state_.server_binary : ""};
     plan.b = {TrialRole::kSweep, v, state_.server_binary};
@@ -243,12 +255,24 @@ Status Coordinator::RetunePoint(const measure::OperatingPoint& p, SweepPointReco
     plan.min_pairs = plan.max_pairs = spec_.measurement.min_pairs;
     plan.judge = VerdictSettings(1);
     plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
-      if (!b_arm) return;
-      v_tps += o.result.total_tps;
-      v_intvty += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
+      (b_arm ? v_tps : w_tps) += o.result.total_tps;
+      (b_arm ? v_intvty : w_intvty) += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
     };
     PairLog log(rec.retune_base_trials, a, rec.retune_trials, b);
     HONE_ASSIGN_OR_RETURN(ComparisonResult r, RunComparison(ledger_, plan, log));
+    if (rec.stock_trials.empty() && log.pairs() > 0) {
+      // A stock-only sweep: the base arm is the stock, and the point's best until a
+      // variant beats it.
+      const double n = static_cast<double>(log.pairs());
+      rec.stock_objective = rec.best_objective = Mean(log.a());
+      rec.stock_tps = rec.best_tps = w_tps / n;
+      rec.stock_intvty = rec.best_intvty = w_intvty / n;
+      if (ledger_.HasSlo()) {
+        const measure::PooledSlo stock_slo = ledger_.SloOf(rec.retune_base_trials);
+        rec.stock_slo = rec.best_slo = stock_slo.Describe();
+        rec.stock_slo_excess = rec.best_slo_excess = stock_slo.excess;
+      }
+    }
     if (r.end != ComparisonEnd::kComplete || !r.judged) {
       rec.retune_verdict = r.end == ComparisonEnd::kBudget ? Verdict::kSkippedBudget : Verdict::kInvalid;
       continue;
@@ -264,6 +288,7 @@ Status Coordinator::RetunePoint(const measure::OperatingPoint& p, SweepPointReco
                                    {"config", rec.retune_config},
                                    {"verdict", std::string(VerdictName(*rec.retune_verdict))},
                                    {"gain", Fmt("%.4f", rec.retune_gain)}});
+    if (rec.stock_trials.empty()) rec.verdict = rec.retune_verdict;  // the point's best vs the stock
     if (rec.retune_verdict != Verdict::kKeep) continue;
     const double n = static_cast<double>(log.pairs());
     rec.best_config = v.ToString();

@@ -773,6 +773,52 @@ TEST_F(CoordinatorTest, SweepRetunesEachPointAndKeepsOnlyAVariantThatWins) {
   EXPECT_EQ(off.sweep[1].best_config, "a=1");
 }
 
+// A session whose best stays the stock still sweeps when the engine has load-tracking
+// knobs: each point re-tunes the stock (its figures from the base arm), so the report
+// has a front for the stock and one for the best per point. Without variants it skips.
+TEST_F(CoordinatorTest, AStockBestSweepsByRetuningTheStock) {
+  exec_.factors = {{"a=1", 0.7}};
+  exec_.adjust = [](const measure::TrialRequest& r, double v) {
+    return r.point.concurrency == 4 && r.config.Get("slots") == "4" ? v * 1.3 : v;
+  };
+  point_variants_ = [](const Config& c, const measure::OperatingPoint& p) {
+    Config v = c;
+    v.Set("slots", std::to_string(p.concurrency));
+    return std::vector<Config>{v};
+  };
+  ListProposer p({"a=1"});
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  spec.workload.sweep_concurrency = {1, 4};
+  spec.workload.sweep_isl_osl = {{64, 16}};
+  SessionState s = Run(spec, &p);
+  ASSERT_TRUE(s.BestIsStock());
+  ASSERT_EQ(s.sweep.size(), 2u);
+  const SweepPointRecord& c1 = s.sweep[0];
+  const SweepPointRecord& c4 = s.sweep[1];
+  EXPECT_TRUE(c1.stock_trials.empty()) << "no stock-vs-best pair: the best is the stock";
+  EXPECT_EQ(c1.retune_config, "slots=1");
+  EXPECT_EQ(c1.retune_against, "");
+  EXPECT_EQ(c1.retune_base_trials.size(), 3u);
+  EXPECT_NEAR(c1.stock_objective, 100, 5) << "the stock's figures come from the base arm";
+  EXPECT_GT(c1.stock_tps, 0);
+  EXPECT_EQ(c1.best_config, "(stock)") << "slots=1 changes nothing at c1: the stock stays the point's best";
+  EXPECT_EQ(c4.retune_verdict, Verdict::kKeep);
+  EXPECT_EQ(c4.verdict, Verdict::kKeep);
+  EXPECT_EQ(c4.best_config, "slots=4");
+  EXPECT_NEAR(c4.best_objective / c4.stock_objective, 1.3, 0.06);
+  // No load-tracking knob: nothing to sweep.
+  ASSERT_OK_AND_ASSIGN(dir_, sys::TempDir::Create("hone-coord"));
+  exec_.run_dir = dir_->path().string();
+  point_variants_ = nullptr;
+  ListProposer q({"a=1"});
+  SessionState none = Run(spec, &q);
+  EXPECT_TRUE(none.sweep.empty());
+  bool skipped = false;
+  for (const auto& ph : none.phases) skipped |= ph.phase == Phase::kSweep && ph.status == PhaseStatus::kSkipped;
+  EXPECT_TRUE(skipped);
+}
+
 // A kernel lane that dies as the kernel phase starts: the session is killed right
 // after its framework phase, with the state saved in phase "kernel".
 class DyingKernelLane final : public KernelLane {
