@@ -382,8 +382,11 @@ std::string RenderMarkdown(const ReportInput& in) {
                                *p.retune_verdict == Verdict::kInconclusive)) {
         retune += " " + Pct(p.retune_gain) + " vs " + (p.retune_against.empty() ? "stock" : Md(p.retune_against));
       }
-      std::string trials = Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",");
-      if (!p.retune_trials.empty()) trials += "; re-tune " + Join(p.retune_base_trials, ",") + " / " + Join(p.retune_trials, ",");
+      std::string trials = p.stock_trials.empty() ? "" : Join(p.stock_trials, ",") + " / " + Join(p.best_trials, ",");
+      if (!p.retune_trials.empty()) {
+        trials += (trials.empty() ? "re-tune " : "; re-tune ") + Join(p.retune_base_trials, ",") + " / " +
+                  Join(p.retune_trials, ",");
+      }
       line("| " + std::to_string(p.concurrency) + " | " + std::to_string(p.isl) + " | " + std::to_string(p.osl) +
            " | " + F("%.4g", p.stock_objective) + " | " + F("%.4g", p.best_objective) + " | " + V(p.verdict) + " | " +
            Md(p.best_config.empty() ? "(stock)" : p.best_config) + " | " + retune + " | " + F("%.1f", p.stock_tps) +
