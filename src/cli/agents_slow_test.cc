@@ -54,7 +54,8 @@ class CliAgentsTest : public ::testing::Test {
   std::string Path(const std::string& n) { return (dir_->path() / n).string(); }
   // A session spec: one slot (parallel 1) serving 8 concurrent clients as the stock;
   // trials long enough that a 2-core host's noise averages out.
-  std::string Spec(const std::string& agents, const std::string& budget) {
+  // `screen`: false when a test needs the idea measured in pairs whatever one trial says.
+  std::string Spec(const std::string& agents, const std::string& budget, bool screen = true) {
     std::string spec = R"(name: agents-e2e
 target:
   model: )" + model_ + R"(
@@ -63,7 +64,7 @@ workload: {isl: 32, osl: 32, concurrency: 8, num_prompts: 16, warmups: 1}
 objective: {metric: total_tps_per_gpu}
 accuracy: {probes: 2, probe_tokens: 4}
 budget: )" + budget + R"(
-measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 2}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 2, screen: )" + std::string(screen ? "true" : "false") + R"(}
 search: {knobs: [parallel, threads]}
 kb: {path: )" + Path("kb.sqlite") + "}\n" + agents;
     std::string file = Path("spec-" + std::to_string(++specs_) + ".yaml");
@@ -92,7 +93,9 @@ TEST_F(CliAgentsTest, TheOrchestratorsIdeaIsMeasuredAndTheCriticRefusesItsKeep) 
                        "\n  model: scripted\n  api_key_env: " + kKeyVar +
                        "\n  max_cost_usd: 1\n  roles: [orchestrator, critic, robustness]\n";
   std::string out = Path("run");
-  auto r = RunHone({"run", Spec(agents, "{wall: 240s, max_cycles: 1}"), "--out", out}, 420s);
+  // No screening: under ctest -j2 one trial of parallel=8 once measured 60% worse and
+  // was screened out, and the idea never reached its pairs or the critic.
+  auto r = RunHone({"run", Spec(agents, "{wall: 240s, max_cycles: 1}", /*screen=*/false), "--out", out}, 420s);
   ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
   SCOPED_TRACE(LastLines(r.output, 40));
   EXPECT_NE(r.output.find("agents: openai:scripted@"), std::string::npos);
