@@ -158,28 +158,18 @@ Status Coordinator::Sweep() {
       continue;
     }
     std::vector<double> a, b;
-    double a_intvty = 0, b_intvty = 0, a_tps = 0, b_tps = 0;
-    PairPlan plan;
-    plan.a = {TrialRole::kSweep, state_.stock, ""};
-    plan.b = {TrialRole::kSweep, state_.best, state_.server_binary};
-    plan.point = p;
-    plan.min_pairs = plan.max_pairs = spec_.measurement.min_pairs;
-    plan.judge = VerdictSettings(1);
-    plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
-      (b_arm ? b_tps : a_tps) += o.result.total_tps;
-      (b_arm ? b_intvty : a_intvty) += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
-    };
     PairLog log(rec.stock_trials, a, rec.best_trials, b);
-    HONE_ASSIGN_OR_RETURN(ComparisonResult r, RunComparison(ledger_, plan, log));
+    HONE_ASSIGN_OR_RETURN(SweepPair pair, RunSweepPair({TrialRole::kSweep, state_.stock, ""},
+                                                       {TrialRole::kSweep, state_.best, state_.server_binary}, p, log));
+    const ComparisonResult& r = pair.comparison;
     switch (r.end) {
       case ComparisonEnd::kComplete: {
-        double n = static_cast<double>(log.pairs());
         rec.stock_objective = Mean(log.a());
         rec.best_objective = Mean(log.b());
-        rec.stock_tps = a_tps / n;
-        rec.best_tps = b_tps / n;
-        rec.stock_intvty = a_intvty / n;
-        rec.best_intvty = b_intvty / n;
+        rec.stock_tps = pair.a_tps;
+        rec.best_tps = pair.b_tps;
+        rec.stock_intvty = pair.a_intvty;
+        rec.best_intvty = pair.b_intvty;
         rec.verdict = r.judged->verdict;
         if (ledger_.HasSlo()) {  // each arm over its pooled requests at this point
           const measure::PooledSlo stock_slo = ledger_.SloOf(rec.stock_trials);
@@ -223,6 +213,31 @@ Status Coordinator::Sweep() {
   return Ok();
 }
 
+Result<Coordinator::SweepPair> Coordinator::RunSweepPair(const Arm& a, const Arm& b,
+                                                         const measure::OperatingPoint& p, PairLog& log) {
+  PairPlan plan;
+  plan.a = a;
+  plan.b = b;
+  plan.point = p;
+  plan.min_pairs = plan.max_pairs = spec_.measurement.min_pairs;
+  plan.judge = VerdictSettings(1);
+  double a_tps = 0, b_tps = 0, a_intvty = 0, b_intvty = 0;
+  plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
+    (b_arm ? b_tps : a_tps) += o.result.total_tps;
+    (b_arm ? b_intvty : a_intvty) += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
+  };
+  SweepPair out;
+  HONE_ASSIGN_OR_RETURN(out.comparison, RunComparison(ledger_, plan, log));
+  if (log.pairs() > 0) {
+    const double n = static_cast<double>(log.pairs());
+    out.a_tps = a_tps / n;
+    out.b_tps = b_tps / n;
+    out.a_intvty = a_intvty / n;
+    out.b_intvty = b_intvty / n;
+  }
+  return out;
+}
+
 // Re-tuning at a sweep point (issue 18.3): the cycle's best was tuned at the primary
 // operating point; at another load the knobs that track it (llama.cpp's slots, vLLM's
 // max_num_seqs: services_.point_variants) may want other values. Each variant is
@@ -247,26 +262,17 @@ Status Coordinator::RetunePoint(const measure::OperatingPoint& p, SweepPointReco
     rec.retune_base_trials.clear();
     rec.retune_trials.clear();
     std::vector<double> a, b;
-    double v_tps = 0, v_intvty = 0, w_tps = 0, w_intvty = 0;
-    PairPlan plan;
-    plan.a = {TrialRole::kSweep, winner, best_won ? state_.server_binary : ""};
-    plan.b = {TrialRole::kSweep, v, state_.server_binary};
-    plan.point = p;
-    plan.min_pairs = plan.max_pairs = spec_.measurement.min_pairs;
-    plan.judge = VerdictSettings(1);
-    plan.on_trial = [&](const measure::TrialOutcome& o, bool b_arm) {
-      (b_arm ? v_tps : w_tps) += o.result.total_tps;
-      (b_arm ? v_intvty : w_intvty) += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
-    };
     PairLog log(rec.retune_base_trials, a, rec.retune_trials, b);
-    HONE_ASSIGN_OR_RETURN(ComparisonResult r, RunComparison(ledger_, plan, log));
+    HONE_ASSIGN_OR_RETURN(SweepPair pair,
+                          RunSweepPair({TrialRole::kSweep, winner, best_won ? state_.server_binary : ""},
+                                       {TrialRole::kSweep, v, state_.server_binary}, p, log));
+    const ComparisonResult& r = pair.comparison;
     if (rec.stock_trials.empty() && log.pairs() > 0) {
       // A stock-only sweep: the base arm is the stock, and the point's best until a
       // variant beats it.
-      const double n = static_cast<double>(log.pairs());
       rec.stock_objective = rec.best_objective = Mean(log.a());
-      rec.stock_tps = rec.best_tps = w_tps / n;
-      rec.stock_intvty = rec.best_intvty = w_intvty / n;
+      rec.stock_tps = rec.best_tps = pair.a_tps;
+      rec.stock_intvty = rec.best_intvty = pair.a_intvty;
       if (ledger_.HasSlo()) {
         const measure::PooledSlo stock_slo = ledger_.SloOf(rec.retune_base_trials);
         rec.stock_slo = rec.best_slo = stock_slo.Describe();
@@ -290,11 +296,10 @@ Status Coordinator::RetunePoint(const measure::OperatingPoint& p, SweepPointReco
                                    {"gain", Fmt("%.4f", rec.retune_gain)}});
     if (rec.stock_trials.empty()) rec.verdict = rec.retune_verdict;  // the point's best vs the stock
     if (rec.retune_verdict != Verdict::kKeep) continue;
-    const double n = static_cast<double>(log.pairs());
     rec.best_config = v.ToString();
     rec.best_objective = Mean(log.b());
-    rec.best_tps = v_tps / n;
-    rec.best_intvty = v_intvty / n;
+    rec.best_tps = pair.b_tps;
+    rec.best_intvty = pair.b_intvty;
     if (ledger_.HasSlo()) {
       rec.best_slo = slo.Describe();
       rec.best_slo_excess = slo.excess;

@@ -72,6 +72,13 @@ class Coordinator {
   Status Kernel();
   Status Sweep();
   Status RetunePoint(const measure::OperatingPoint& p, SweepPointRecord& rec);
+  // One sweep comparison at a point: min_pairs pairs of a against b into `log`, judged at
+  // one look, with each arm's mean total tok/s and p50 interactivity over its whole pairs.
+  struct SweepPair {
+    ComparisonResult comparison;
+    double a_tps = 0, b_tps = 0, a_intvty = 0, b_intvty = 0;
+  };
+  Result<SweepPair> RunSweepPair(const Arm& a, const Arm& b, const measure::OperatingPoint& p, PairLog& log);
   Status CloseSession();
   // The stock violates an SLO and nothing found meets it: says so (state_.slo_infeasible,
   // an event, a progress line) with the closest configuration.

@@ -92,6 +92,28 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_TRUE(loaded) << loaded.error().ToString();
     return loaded ? *loaded : SessionState{};
   }
+  // A one-cycle session proposing a=1 (x a_factor), then a sweep over c1 and c4 whose
+  // re-tuning sets slots=<concurrency>; slots=4 is x slots_factor at c4 only.
+  spec::SessionSpec SweepSpec() {
+    spec::SessionSpec spec = Spec();
+    spec.budget.max_cycles = 1;
+    spec.workload.sweep_concurrency = {1, 4};
+    spec.workload.sweep_isl_osl = {{64, 16}};
+    return spec;
+  }
+  SessionState RunSlotsSweep(const spec::SessionSpec& spec, double a_factor, double slots_factor) {
+    exec_.factors = {{"a=1", a_factor}};
+    exec_.adjust = [slots_factor](const measure::TrialRequest& r, double v) {
+      return r.point.concurrency == 4 && r.config.Get("slots") == "4" ? v * slots_factor : v;
+    };
+    point_variants_ = [](const Config& c, const measure::OperatingPoint& p) {
+      Config v = c;
+      v.Set("slots", std::to_string(p.concurrency));
+      return std::vector<Config>{v};
+    };
+    ListProposer p({"a=1"});
+    return Run(spec, &p);
+  }
   std::vector<std::string> PhaseOrder(const SessionState& s) {
     std::vector<std::string> out;
     for (const auto& p : s.phases) out.push_back(std::string(PhaseName(p.phase)) + ":" + std::string(PhaseStatusName(p.status)));
@@ -723,21 +745,8 @@ TEST_F(CoordinatorTest, SweepRunsOverTheGridAndSkipsWhenUnchanged) {
 // changes nothing at c1. At c4 the variant beats the best paired and becomes the
 // point's best, with its own figures and trials; at c1 it is measured and not kept.
 TEST_F(CoordinatorTest, SweepRetunesEachPointAndKeepsOnlyAVariantThatWins) {
-  exec_.factors = {{"a=1", 1.3}};
-  exec_.adjust = [](const measure::TrialRequest& r, double v) {
-    return r.point.concurrency == 4 && r.config.Get("slots") == "4" ? v * 1.25 : v;
-  };
-  point_variants_ = [](const Config& c, const measure::OperatingPoint& p) {
-    Config v = c;
-    v.Set("slots", std::to_string(p.concurrency));
-    return std::vector<Config>{v};
-  };
-  ListProposer p({"a=1"});
-  spec::SessionSpec spec = Spec();
-  spec.budget.max_cycles = 1;
-  spec.workload.sweep_concurrency = {1, 4};
-  spec.workload.sweep_isl_osl = {{64, 16}};
-  SessionState s = Run(spec, &p);
+  spec::SessionSpec spec = SweepSpec();
+  SessionState s = RunSlotsSweep(spec, 1.3, 1.25);
   ASSERT_EQ(s.sweep.size(), 2u);
   const SweepPointRecord& c1 = s.sweep[0];
   const SweepPointRecord& c4 = s.sweep[1];
@@ -777,21 +786,8 @@ TEST_F(CoordinatorTest, SweepRetunesEachPointAndKeepsOnlyAVariantThatWins) {
 // knobs: each point re-tunes the stock (its figures from the base arm), so the report
 // has a front for the stock and one for the best per point. Without variants it skips.
 TEST_F(CoordinatorTest, AStockBestSweepsByRetuningTheStock) {
-  exec_.factors = {{"a=1", 0.7}};
-  exec_.adjust = [](const measure::TrialRequest& r, double v) {
-    return r.point.concurrency == 4 && r.config.Get("slots") == "4" ? v * 1.3 : v;
-  };
-  point_variants_ = [](const Config& c, const measure::OperatingPoint& p) {
-    Config v = c;
-    v.Set("slots", std::to_string(p.concurrency));
-    return std::vector<Config>{v};
-  };
-  ListProposer p({"a=1"});
-  spec::SessionSpec spec = Spec();
-  spec.budget.max_cycles = 1;
-  spec.workload.sweep_concurrency = {1, 4};
-  spec.workload.sweep_isl_osl = {{64, 16}};
-  SessionState s = Run(spec, &p);
+  spec::SessionSpec spec = SweepSpec();
+  SessionState s = RunSlotsSweep(spec, 0.7, 1.3);
   ASSERT_TRUE(s.BestIsStock());
   ASSERT_EQ(s.sweep.size(), 2u);
   const SweepPointRecord& c1 = s.sweep[0];
