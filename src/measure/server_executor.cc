@@ -634,7 +634,16 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
                                                            const std::string& server_binary) {
   const spec::AccuracySpec& a = s_.spec.accuracy;
   AccuracyOutcome out;
-  if (!a.enabled || probes_.empty()) return out;
+  if (!a.enabled) return out;
+  if (probes_.empty()) {
+    // No reference to compare with: it could not be made, or it was never loaded (a
+    // resumed session that skipped PrepareAccuracy used to pass every change here,
+    // unchecked). A change that can alter the outputs is not kept unchecked.
+    out.passed = !Patched(server_binary) && !s_.adapter->catalog().ChangesNumerics(config);
+    out.detail = out.passed ? "not checked: no accuracy reference (the change leaves the numerics alone)"
+                            : "not checked: no accuracy reference, and the change can alter the outputs";
+    return out;
+  }
   // A patched binary is a different program: its own cache entry.
   const std::string key = server_binary.empty() ? config.Hash() : config.Hash() + "-" + StableHash(server_binary).substr(0, 8);
   if (auto it = accuracy_cache_.find(key); it != accuracy_cache_.end()) return it->second;

@@ -171,6 +171,21 @@ TEST_F(ServerExecutorTest, AccuracyIsOffOrReusesItsReferenceAndCacheOnDisk) {
     EXPECT_FALSE(a.ran);
     setup_.spec.accuracy.enabled = true;
   }
+  {
+    // Enabled, but no reference prepared (it could not be made, or a resume never
+    // loaded it): nothing is compared, and a change of the numerics is not passed.
+    ServerTrialExecutor unprepared(setup_);
+    ASSERT_OK_AND_ASSIGN(AccuracyOutcome q, unprepared.CheckAccuracy(Config{{"weights", "q4_0"}}, "c001"));
+    EXPECT_FALSE(q.ran);
+    EXPECT_FALSE(q.passed);
+    EXPECT_EQ(q.detail.rfind("not checked: no accuracy reference", 0), 0u) << q.detail;
+    ASSERT_OK_AND_ASSIGN(AccuracyOutcome p, unprepared.CheckAccuracy(Config{{"parallel", "4"}}, "c002"));
+    EXPECT_FALSE(p.ran);
+    EXPECT_TRUE(p.passed) << "the slots leave the numerics alone";
+    EXPECT_NE(p.detail.find("leaves the numerics alone"), std::string::npos) << p.detail;
+    ASSERT_OK_AND_ASSIGN(AccuracyOutcome b, unprepared.CheckAccuracy(Config{{"parallel", "4"}}, "c003", "/builds/p1/llama-server"));
+    EXPECT_FALSE(b.passed) << "a patched build is new code";
+  }
   // A resumed session: the reference probes and one config's result are on disk.
   fs::path acc = dir_->path() / "accuracy";
   ASSERT_OK(sys::EnsureDir(acc));

@@ -439,6 +439,16 @@ Result<SessionState> Coordinator::Run() {
     ledger_.Event("resumed", {{"trials_run", std::to_string(state_.trials_run)}});
     ledger_.Progress("resuming " + state_.session_id + " in phase " + std::string(PhaseName(state_.phase)) + " after " +
                      std::to_string(state_.trials_run) + " trials");
+    // The accuracy gate's reference is on disk (the prelude made it): load it again, or
+    // every check after the resume would have nothing to compare with. (The GPU session
+    // of 2026-12-04 closed with an unchecked "pass" this way.)
+    if (spec_.accuracy.enabled && state_.phase != Phase::kPrelude && state_.accuracy_gate.prepared) {
+      if (Status acc = services_.executor->PrepareAccuracy(state_.stock); !acc) {
+        if (acc.error().code == ErrorCode::kCancelled) return Fail(acc.error());
+        ledger_.Progress("accuracy reference unavailable after the resume: " + acc.error().message +
+                         " (changes that can alter the outputs are not kept unchecked)");
+      }
+    }
   }
   HONE_TRY(ledger_.Save());
   // One wrapper per phase: a failed phase is recorded and the session moves on.

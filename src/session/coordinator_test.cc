@@ -873,6 +873,38 @@ TEST_F(CoordinatorTest, ACloseKilledMidPairResumesItsPairs) {
   EXPECT_NEAR(s.validated_gain, 0.25, 0.03);
 }
 
+// A session resumed after its prelude loads the accuracy reference again: the
+// candidates and the close it goes on to are checked against it. (The GPU session of
+// 2026-12-04 resumed into its close and passed the best's accuracy unchecked: the
+// executor had no reference.)
+TEST_F(CoordinatorTest, AResumedSessionChecksAccuracyAgainstItsReference) {
+  exec_.factors = {{"weights=q8", 1.25}, {"weights=q4", 1.5}};  // q4 faster still, but inaccurate
+  exec_.inaccurate = {"weights=q4"};
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  int candidates = 0;  // counted in the child
+  exec_.error_if = [&](const measure::TrialRequest& r) -> std::optional<Error> {
+    if (r.role == measure::TrialRole::kCandidate && ++candidates == 1) _exit(0);  // kill -9 in c001's pairs
+    return std::nullopt;
+  };
+  SessionState killed = RunDyingChild(spec, {"weights=q8", "weights=q4"});
+  exec_.error_if = nullptr;
+  ASSERT_EQ(killed.phase, Phase::kFramework);
+  ASSERT_TRUE(killed.accuracy_gate.prepared);
+  exec_.references.clear();
+  exec_.prepared = false;  // a fresh process: nothing prepared
+  ListProposer p({"weights=q8", "weights=q4"});
+  SessionState s = Run(spec, &p, &killed);
+  ASSERT_EQ(exec_.references.size(), 1u) << "the resume loads the reference again";
+  ASSERT_EQ(s.candidates.size(), 2u);
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kKeep);
+  EXPECT_EQ(s.candidates[0].accuracy, "token agreement 100%");
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kAccuracyFailed);
+  EXPECT_EQ(s.candidates[1].accuracy, "token agreement 50%");
+  EXPECT_TRUE(s.validated);
+  EXPECT_EQ(s.close_accuracy, "pass: token agreement 100%");
+}
+
 // A kernel lane that is interrupted (SIGTERM: Ctrl-C, a Slurm requeue) as the kernel
 // phase starts.
 class InterruptedKernelLane final : public KernelLane {
