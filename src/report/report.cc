@@ -373,6 +373,16 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("The point's best is the session's best, or a variant re-tuned for the point (its load-tracking knobs set "
          "for it) that beat the point's winner paired; its figures are then the variant's.");
     line("");
+    const session::PhaseRecord* last_sweep = nullptr;  // the sweep these points come from
+    for (const auto& ph : s.phases) {
+      if (ph.phase == session::Phase::kSweep && ph.status == session::PhaseStatus::kDone) last_sweep = &ph;
+    }
+    if (last_sweep) {
+      if (size_t at = last_sweep->note.find(session::kSweepUnmeasured); at != std::string::npos) {
+        line("Operating points " + last_sweep->note.substr(at) + ".");
+        line("");
+      }
+    }
     line("| concurrency | ISL | OSL | stock " + spec.objective.metric + " | best | verdict | point's best | "
          "re-tuned | stock tok/s | best tok/s | stock p50 tok/s/user | best | trials |");
     line("|---|---|---|---|---|---|---|---|---|---|---|---|---|");

@@ -189,6 +189,16 @@ TEST_F(ReportTest, SweepCarriesTheParetoFrontAndAreaIndex) {
   EXPECT_NEAR(j["sweep"]["area_index"].get<double>(), *want.index, 1e-9);
   EXPECT_EQ(j["sweep"]["best_front"].size(), want.best_front.size());
   EXPECT_NE(RenderHtml(in_).find("<polyline"), std::string::npos);
+  EXPECT_EQ(md.find("Operating points not measured"), std::string::npos) << "every point was measured";
+  // Points the budget left out are named under the table.
+  bool noted = false;
+  for (auto& ph : state_.phases) {
+    if (ph.phase != session::Phase::kSweep || ph.status != session::PhaseStatus::kDone) continue;
+    ph.note = "2 of 3 operating points; not measured: c16 isl64 osl16 (budget)";
+    noted = true;
+  }
+  ASSERT_TRUE(noted);
+  EXPECT_NE(RenderMarkdown(in_).find("Operating points not measured: c16 isl64 osl16 (budget)."), std::string::npos);
 }
 
 // "Max concurrency at SLO": the highest load of the grid at which each arm met the

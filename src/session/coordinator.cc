@@ -147,7 +147,7 @@ Status Coordinator::Sweep() {
   }
   state_.sweep.clear();
   for (const measure::OperatingPoint& p : points) {
-    if (ledger_.Stopping() || !ledger_.CanAfford(2 * spec_.measurement.min_pairs)) break;
+    if (ledger_.Stopping() || !ledger_.CanAfford(2 * spec_.measurement.min_pairs)) break;  // the report names the rest
     SweepPointRecord rec;
     rec.concurrency = p.concurrency;
     rec.isl = p.isl;
@@ -209,7 +209,21 @@ Status Coordinator::Sweep() {
     std::erase_if(state_.sweep, [](const SweepPointRecord& r) { return r.retune_base_trials.empty(); });
   }
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
-  ledger_.EndPhase(PhaseStatus::kDone, std::to_string(state_.sweep.size()) + " operating points");
+  // Points the budget left out are named, not dropped in silence (the GPU session of
+  // 2026-12-04 measured one of its three).
+  std::vector<std::string> unmeasured;
+  for (const measure::OperatingPoint& p : points) {
+    const bool measured = std::ranges::any_of(state_.sweep, [&](const SweepPointRecord& r) {
+      return r.concurrency == p.concurrency && r.isl == p.isl && r.osl == p.osl;
+    });
+    if (!measured) unmeasured.push_back(p.Label());
+  }
+  std::string note = std::to_string(state_.sweep.size()) + " operating points";
+  if (!unmeasured.empty()) {
+    note = std::to_string(state_.sweep.size()) + " of " + std::to_string(points.size()) + " operating points; " +
+           kSweepUnmeasured + Join(unmeasured, ", ") + (sys::InterruptRequested() ? " (interrupted)" : " (budget)");
+  }
+  ledger_.EndPhase(PhaseStatus::kDone, note);
   return Ok();
 }
 

@@ -740,6 +740,29 @@ TEST_F(CoordinatorTest, SweepRunsOverTheGridAndSkipsWhenUnchanged) {
   EXPECT_EQ(sweeps_done, 1);  // the second cycle changed nothing: its sweep was skipped
 }
 
+// Operating points the budget leaves out are named in the sweep phase's note (the
+// report prints it under the table), not dropped in silence.
+TEST_F(CoordinatorTest, TheSweepNamesThePointsTheBudgetLeftOut) {
+  exec_.factors = {{"a=1", 1.3}};
+  exec_.cost_s = [](const measure::TrialRequest& r) {
+    return r.role == measure::TrialRole::kSweep ? 1200.0 : 10.0;  // the sweep's first point eats the budget
+  };
+  ListProposer p({"a=1"});
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  spec.workload.sweep_concurrency = {1, 4, 16};
+  spec.workload.sweep_isl_osl = {{64, 16}};
+  SessionState s = Run(spec, &p);
+  ASSERT_EQ(s.sweep.size(), 1u);
+  EXPECT_EQ(s.sweep[0].concurrency, 1);
+  const PhaseRecord* sweep = nullptr;
+  for (const auto& ph : s.phases) {
+    if (ph.phase == Phase::kSweep) sweep = &ph;
+  }
+  ASSERT_NE(sweep, nullptr);
+  EXPECT_EQ(sweep->note, "1 of 3 operating points; not measured: c4 isl64 osl16, c16 isl64 osl16 (budget)");
+}
+
 // Issue 18.3: the sweep re-tunes each point. The best (a=1) was tuned at the primary
 // point; a slot count equal to the point's load (slots=N) is 25% faster at c4 and
 // changes nothing at c1. At c4 the variant beats the best paired and becomes the

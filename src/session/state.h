@@ -84,6 +84,9 @@ struct PhaseRecord {
   std::string note;
 };
 
+// The sweep phase's note names the operating points the budget left out after this.
+inline constexpr char kSweepUnmeasured[] = "not measured: ";
+
 struct SweepPointRecord {
   int concurrency = 0;
   int64_t isl = 0, osl = 0;
