@@ -66,15 +66,23 @@ std::string Decision::Render() const {
   if (!idea.empty()) u << "Idea: " << idea << "\n";
   u << "Incumbent (A): " << (incumbent.empty() ? "(stock)" : incumbent) << "\n";
   u << "Candidate (B): " << (config.empty() ? "(stock)" : config) << "\n";
-  u << "Measured verdict from hone's paired protocol: " << VerdictName(measured_verdict) << "\n";
-  u << "Measured evidence:\n";
-  u << "- pairs: " << pairs << "; gain " << Num(gain * 100) << "% (ratio CI " << Num(ci_lo) << " .. " << Num(ci_hi)
-    << "); keep threshold " << Num(threshold * 100) << "%; noise floor " << Num(noise_floor * 100) << "%\n";
-  u << "- incumbent values: " << Values(incumbent_values) << "\n";
-  u << "- candidate values: " << Values(candidate_values) << "\n";
-  if (!trials.empty()) u << "- trials: " << Join(trials, ", ") << "\n";
-  u << "- accuracy gate: " << (accuracy.empty() ? "not run (not a risky change)" : accuracy)
-    << (accuracy_passed ? "" : " [FAILED]") << "\n";
+  if (measured_verdict == Verdict::kPending && pairs == 0) {
+    // A patch reviewed before its build: there is no verdict, no pair and no accuracy
+    // check to show (a PENDING verdict over 0 pairs read as a failed measurement).
+    u << "Measured: nothing yet. The change is reviewed before it is built; hone builds and measures it only "
+         "after a sign-off, and its measured verdict is reviewed again then. Noise floor of this session: "
+      << Num(noise_floor * 100) << "%\n";
+  } else {
+    u << "Measured verdict from hone's paired protocol: " << VerdictName(measured_verdict) << "\n";
+    u << "Measured evidence:\n";
+    u << "- pairs: " << pairs << "; gain " << Num(gain * 100) << "% (ratio CI " << Num(ci_lo) << " .. " << Num(ci_hi)
+      << "); keep threshold " << Num(threshold * 100) << "%; noise floor " << Num(noise_floor * 100) << "%\n";
+    u << "- incumbent values: " << Values(incumbent_values) << "\n";
+    u << "- candidate values: " << Values(candidate_values) << "\n";
+    if (!trials.empty()) u << "- trials: " << Join(trials, ", ") << "\n";
+    u << "- accuracy gate: " << (accuracy.empty() ? "not run (not a risky change)" : accuracy)
+      << (accuracy_passed ? "" : " [FAILED]") << "\n";
+  }
   u << "Claim (not evidence): the proposer predicted " << Num(claimed_gain * 100) << "%\n";
   if (kind == "patch") {
     std::string d = diff.size() > 30000 ? ClipUtf8(diff, 30000) + "\n...[diff clipped]" : SanitizeUtf8(diff);

@@ -237,6 +237,13 @@ TEST_F(RolesTest, APatchVerdictIsAGateReview) {
   ASSERT_OK_AND_ASSIGN(CriticVerdict v, critic->Review(d));
   policy::PolicyDecision recorded = (*gate)->RecordReview("critic", ToReview(v, d));
   EXPECT_TRUE(recorded.allowed) << recorded.ToString();
+  // Reviewed before its build: the model is told nothing was measured yet, not shown a
+  // PENDING verdict over 0 pairs.
+  ASSERT_EQ(ep_->requests().size(), 1u);
+  const std::string asked = ep_->requests()[0].body;
+  EXPECT_NE(asked.find("Measured: nothing yet"), std::string::npos) << asked;
+  EXPECT_EQ(asked.find("PENDING"), std::string::npos) << asked;
+  EXPECT_EQ(asked.find("pairs: 0"), std::string::npos) << asked;
 }
 
 // ---- robustness detectors ----
