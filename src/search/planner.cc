@@ -156,16 +156,24 @@ GpPrediction Planner::Posterior(const std::string& knob, const std::string& valu
   auto x = NumericValue(value);
   if (kd && kd->numeric && x) {
     Gp1d gp(scale, options_.length_scale, noise);
+    Gp1d measured(scale, options_.length_scale, noise);  // the measurements alone
     if (auto r = NumericValue(b.reference)) gp.Add(GpInput(*r), 0.0);
     for (const auto& [v, es] : b.effects) {
       if (auto xv = NumericValue(v)) {
-        for (double e : es) gp.Add(GpInput(*xv), e);
+        for (double e : es) {
+          gp.Add(GpInput(*xv), e);
+          measured.Add(GpInput(*xv), e);
+        }
       }
     }
     GpPrediction p = gp.Predict(GpInput(*x));
     // A value's own prior shift (hint, learning) fades as measurements near it pin the
-    // belief down: weighted by the share of prior variance left.
-    p.mean += prior_mean * (p.sd * p.sd) / (scale * scale);
+    // belief down: weighted by the share of prior variance they leave. The reference's
+    // zero is no measurement of another value: it does not fade the shift (it used to,
+    // so a hint next to the stock, threads = cpus beside threads=1, came after
+    // unhinted values further away, and two identical sessions diverged on it).
+    const double left = measured.Predict(GpInput(*x)).sd;
+    p.mean += prior_mean * (left * left) / (scale * scale);
     return p;
   }
   if (value == b.reference) return {0.0, 0.0};

@@ -143,6 +143,25 @@ TEST_F(PlannerTest, DeviceMultipliersReorderTheCategoriesOnAGpu) {
       << "an unknown device is an error";
 }
 
+// A value hint next to the stock's value is the first try: threads = cpus (2) on a
+// 2-CPU host whose stock runs one thread. The stock's zero used to fade the hint of the
+// value beside it, so threads=4 and threads=3 came first, and two identical sessions
+// that ran out of budget at different points ended with different bests.
+TEST_F(PlannerTest, AHintBesideTheStocksValueIsTheFirstTry) {
+  ASSERT_OK_AND_ASSIGN(target::KnobCatalog llama,
+                       target::KnobCatalog::Load((testing::SourceDir() / "catalogs/llama.cpp/v0.4.yaml").string()));
+  ASSERT_OK_AND_ASSIGN(Heuristics h, Heuristics::Load((testing::SourceDir() / "data/search/heuristics.yaml").string()));
+  ctx_.cpus = 2;
+  ctx_.concurrency = 2;
+  ctx_.stock = Config{{"threads", "1"}};
+  ctx_.best = ctx_.stock;
+  Planner p(llama, h, {.domain = {.only = {"threads"}}});
+  auto c = p.Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->idea, "threads=2") << c->rationale;
+  EXPECT_NE(c->rationale.find("hint: cpus"), std::string::npos) << c->rationale;
+}
+
 TEST_F(PlannerTest, RescoringAfterAnObservationMovesTheNumericModel) {
   auto p = Make({.domain = {.only = {"threads"}}});
   Candidate first = Step(*p, Verdict::kRevert, -0.40);  // a much worse thread count
