@@ -740,6 +740,28 @@ TEST_F(CoordinatorTest, SweepRunsOverTheGridAndSkipsWhenUnchanged) {
   EXPECT_EQ(sweeps_done, 1);  // the second cycle changed nothing: its sweep was skipped
 }
 
+// The close's reserve prices its trials as the close does (the longest valid trial):
+// with a slow stock and fast candidates, a reserve priced at the mean trial let the
+// search spend it, and the best was never re-validated (the command-template session
+// under ctest -j2).
+TEST_F(CoordinatorTest, TheCloseReserveHoldsWhenTheStocksTrialsAreTheSlowOnes) {
+  exec_.factors = {{"a=1", 1.5}};
+  exec_.cost_s = [](const measure::TrialRequest& r) { return r.config.Has("a") ? 2.0 : 60.0; };
+  std::vector<std::string> ideas = {"a=1"};
+  for (int i = 0; i < 60; ++i) {  // small real gains: every one measured and kept, no plateau
+    ideas.push_back("n" + std::to_string(i) + "=1");
+    exec_.factors["n" + std::to_string(i) + "=1"] = 1.04;
+  }
+  ListProposer p(ideas);
+  spec::SessionSpec spec = Spec(1500);
+  spec.budget.max_cycles = 1;
+  SessionState s = Run(spec, &p);
+  ASSERT_TRUE(s.best.Has("a"));
+  ASSERT_GT(s.candidates.size(), 10u) << "the search ran until its budget";
+  EXPECT_TRUE(s.validated) << "the close had its reserve";
+  EXPECT_EQ(s.validation_verdict, Verdict::kKeep);
+}
+
 // Operating points the budget leaves out are named in the sweep phase's note (the
 // report prints it under the table), not dropped in silence.
 TEST_F(CoordinatorTest, TheSweepNamesThePointsTheBudgetLeftOut) {

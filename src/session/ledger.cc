@@ -71,7 +71,10 @@ double Ledger::CloseReserve() const {
   const bool best = !state_.BestIsStock();
   const int pairs = best ? spec_.measurement.min_pairs : 0;
   const double accuracy = best && spec_.accuracy.enabled ? EstAccuracy() * 1.15 : 0.0;
-  return EstTrial() * 2 * pairs * 1.15 + accuracy + 5.0 + 0.02 * spec_.budget.wall_s;
+  // Its trials are priced as the close's own check prices them (CanAfford in the close:
+  // the longest valid trial). A mean of fast candidate trials under-reserved a close
+  // whose stock trials were the slow ones, and a session spent its reserve searching.
+  return std::max(EstTrial(), state_.longest_trial_s) * 2 * pairs * 1.15 + accuracy + 5.0 + 0.02 * spec_.budget.wall_s;
 }
 
 bool Ledger::CanAffordAccuracy() const {
