@@ -937,7 +937,7 @@ TEST_F(CoordinatorTest, AResumedSessionChecksAccuracyAgainstItsReference) {
   ASSERT_EQ(killed.phase, Phase::kFramework);
   ASSERT_TRUE(killed.accuracy_gate.prepared);
   exec_.references.clear();
-  exec_.prepared = false;  // a fresh process: nothing prepared
+  exec_.gate.prepared = false;  // a fresh process: nothing prepared
   ListProposer p({"weights=q8", "weights=q4"});
   SessionState s = Run(spec, &p, &killed);
   ASSERT_EQ(exec_.references.size(), 1u) << "the resume loads the reference again";

@@ -124,11 +124,9 @@ class FakeExecutor final : public measure::TrialExecutor {
   measure::AccuracyGateInfo AccuracyGate() const override { return gate; }
   Status PrepareAccuracy(const Config& reference) override {
     references.push_back(reference);
-    prepared = prepared || reference_launches;
     gate.prepared = gate.prepared || reference_launches;
     return reference_launches ? Ok() : Unavailable("fake: the reference does not start");
   }
-  bool prepared = false;  // as the real executor: no check without a prepared reference
   std::vector<Config> references;  // every accuracy reference prepared
   bool reference_launches = true;
   std::map<std::string, double> binary_factors;  // server_binary -> multiplier (patches)
@@ -137,7 +135,7 @@ class FakeExecutor final : public measure::TrialExecutor {
     ++accuracy_checks;
     if (clock) clock->AdvanceSeconds(accuracy_cost_s);
     measure::AccuracyOutcome a;
-    if (!prepared) {
+    if (!gate.prepared) {  // as the real executor: no check without a prepared reference
       a.passed = false;
       a.detail = "not checked: no accuracy reference";
       return a;
