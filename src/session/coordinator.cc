@@ -211,17 +211,25 @@ Status Coordinator::Sweep() {
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
   // Points the budget left out are named, not dropped in silence (the GPU session of
   // 2026-12-04 measured one of its three).
-  std::vector<std::string> unmeasured;
+  // A stock-only point with no variant to try measured nothing for that reason, not
+  // for the budget's.
+  std::vector<std::string> cut, nothing_to_retune;
   for (const measure::OperatingPoint& p : points) {
     const bool measured = std::ranges::any_of(state_.sweep, [&](const SweepPointRecord& r) {
       return r.concurrency == p.concurrency && r.isl == p.isl && r.osl == p.osl;
     });
-    if (!measured) unmeasured.push_back(p.Label());
+    if (measured) continue;
+    (stock_only && RetuneVariants(p).empty() ? nothing_to_retune : cut).push_back(p.Label());
   }
   std::string note = std::to_string(state_.sweep.size()) + " operating points";
-  if (!unmeasured.empty()) {
+  if (!cut.empty() || !nothing_to_retune.empty()) {
+    std::vector<std::string> why;
+    if (!cut.empty()) why.push_back(Join(cut, ", ") + (sys::InterruptRequested() ? " (interrupted)" : " (budget)"));
+    if (!nothing_to_retune.empty()) {
+      why.push_back(Join(nothing_to_retune, ", ") + " (nothing to re-tune: the stock is already set for the load)");
+    }
     note = std::to_string(state_.sweep.size()) + " of " + std::to_string(points.size()) + " operating points; " +
-           kSweepUnmeasured + Join(unmeasured, ", ") + (sys::InterruptRequested() ? " (interrupted)" : " (budget)");
+           kSweepUnmeasured + Join(why, "; ");
   }
   ledger_.EndPhase(PhaseStatus::kDone, note);
   return Ok();
@@ -259,14 +267,21 @@ Result<Coordinator::SweepPair> Coordinator::RunSweepPair(const Arm& a, const Arm
 // else the stock), at most workload.sweep_retune of them; the first KEEP (within the
 // SLO) becomes the point's best, so the front and the area index show the best
 // configuration per point, not only the cycle's.
+std::vector<Config> Coordinator::RetuneVariants(const measure::OperatingPoint& p) const {
+  std::vector<Config> out;
+  if (!services_.point_variants || spec_.workload.sweep_retune <= 0) return out;
+  for (Config& v : services_.point_variants(state_.best, p)) {
+    if (v != state_.stock && v != state_.best) out.push_back(std::move(v));  // the winner is one of them
+  }
+  return out;
+}
+
 Status Coordinator::RetunePoint(const measure::OperatingPoint& p, SweepPointRecord& rec) {
-  if (!services_.point_variants || spec_.workload.sweep_retune <= 0) return Ok();
   const bool best_won = rec.verdict == Verdict::kKeep;
   const Config& winner = best_won ? state_.best : state_.stock;
   int tried = 0;
-  for (const Config& v : services_.point_variants(state_.best, p)) {
+  for (const Config& v : RetuneVariants(p)) {
     if (tried >= spec_.workload.sweep_retune) break;
-    if (v == winner || v == state_.stock || v == state_.best) continue;
     if (ledger_.Stopping() || !ledger_.CanAfford(2 * spec_.measurement.min_pairs)) break;
     ++tried;
     ledger_.Progress("  sweep " + p.Label() + ": re-tuning " + v.ToString() + " against " +

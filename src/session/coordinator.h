@@ -71,6 +71,9 @@ class Coordinator {
   Status Framework();
   Status Kernel();
   Status Sweep();
+  // The variants a sweep point re-tunes (services_.point_variants, neither the stock
+  // nor the best); none when re-tuning is off.
+  std::vector<Config> RetuneVariants(const measure::OperatingPoint& p) const;
   Status RetunePoint(const measure::OperatingPoint& p, SweepPointRecord& rec);
   // One sweep comparison at a point: min_pairs pairs of a against b into `log`, judged at
   // one look, with each arm's mean total tok/s and p50 interactivity over its whole pairs.

@@ -848,6 +848,25 @@ TEST_F(CoordinatorTest, AStockBestSweepsByRetuningTheStock) {
   EXPECT_EQ(c4.verdict, Verdict::kKeep);
   EXPECT_EQ(c4.best_config, "slots=4");
   EXPECT_NEAR(c4.best_objective / c4.stock_objective, 1.3, 0.06);
+  // A point with no variant to try is dropped, and the note says why (not "budget").
+  ASSERT_OK_AND_ASSIGN(dir_, sys::TempDir::Create("hone-coord"));
+  exec_.run_dir = dir_->path().string();
+  point_variants_ = [](const Config& c, const measure::OperatingPoint& p) {
+    if (p.concurrency == 1) return std::vector<Config>{};
+    Config v = c;
+    v.Set("slots", std::to_string(p.concurrency));
+    return std::vector<Config>{v};
+  };
+  ListProposer r({"a=1"});
+  SessionState some = Run(spec, &r);
+  ASSERT_EQ(some.sweep.size(), 1u);
+  EXPECT_EQ(some.sweep[0].concurrency, 4);
+  std::string note;
+  for (const auto& ph : some.phases) {
+    if (ph.phase == Phase::kSweep) note = ph.note;
+  }
+  EXPECT_EQ(note, "1 of 2 operating points; not measured: c1 isl64 osl16 (nothing to re-tune: the stock is already "
+                  "set for the load)");
   // No load-tracking knob: nothing to sweep.
   ASSERT_OK_AND_ASSIGN(dir_, sys::TempDir::Create("hone-coord"));
   exec_.run_dir = dir_->path().string();
