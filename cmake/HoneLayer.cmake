@@ -6,17 +6,33 @@
 # A layer can only include what it links.
 set(HONE_WARNINGS -Wall -Wextra -Wshadow=local -Wnon-virtual-dtor -Wno-missing-field-initializers)
 
+# hone_add_test_binary(NAME LABEL SOURCES... [SERIAL <gtest filter>]): the tests the
+# filter names run alone (RUN_SERIAL): a test that asserts a verdict measured on a real
+# engine must not share the two cores with ctest's other slow tests, whose bursts made
+# its paired ratios range from 1.4x to 27x and its interval straddle 1.
 function(hone_add_test_binary name label)
-  add_executable(${name} ${ARGN})
+  cmake_parse_arguments(T "" "SERIAL" "" ${ARGN})
+  add_executable(${name} ${T_UNPARSED_ARGUMENTS})
   target_compile_options(${name} PRIVATE ${HONE_WARNINGS})
   if(HONE_WERROR)
     target_compile_options(${name} PRIVATE -Werror)
   endif()
   target_link_libraries(${name} PRIVATE hone_testing GTest::gmock GTest::gtest_main)
-  gtest_discover_tests(${name}
-    DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS ${label} TIMEOUT 1200
-               ENVIRONMENT "HONE_DATA_DIR=${CMAKE_SOURCE_DIR};HONE_BINARY_DIR=${CMAKE_BINARY_DIR}")
+  if(T_SERIAL)
+    gtest_discover_tests(${name}
+      DISCOVERY_TIMEOUT 60 TEST_FILTER "-${T_SERIAL}"
+      PROPERTIES LABELS ${label} TIMEOUT 1200
+                 ENVIRONMENT "HONE_DATA_DIR=${CMAKE_SOURCE_DIR};HONE_BINARY_DIR=${CMAKE_BINARY_DIR}")
+    gtest_discover_tests(${name}
+      DISCOVERY_TIMEOUT 60 TEST_FILTER "${T_SERIAL}"
+      PROPERTIES LABELS ${label} TIMEOUT 1200 RUN_SERIAL TRUE
+                 ENVIRONMENT "HONE_DATA_DIR=${CMAKE_SOURCE_DIR};HONE_BINARY_DIR=${CMAKE_BINARY_DIR}")
+  else()
+    gtest_discover_tests(${name}
+      DISCOVERY_TIMEOUT 60
+      PROPERTIES LABELS ${label} TIMEOUT 1200
+                 ENVIRONMENT "HONE_DATA_DIR=${CMAKE_SOURCE_DIR};HONE_BINARY_DIR=${CMAKE_BINARY_DIR}")
+  endif()
 endfunction()
 
 function(hone_layer)
