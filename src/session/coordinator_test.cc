@@ -762,6 +762,47 @@ TEST_F(CoordinatorTest, TheCloseReserveHoldsWhenTheStocksTrialsAreTheSlowOnes) {
   EXPECT_EQ(s.validation_verdict, Verdict::kKeep);
 }
 
+// A KEEP the close cannot re-validate is a gain hone cannot report: the close's pairs
+// are held from the end of the prelude on, not only once something was kept. Neutral
+// ideas run until the budget's end, the last one a real gain; whatever budget cuts the
+// search, a kept candidate is re-validated at the close. With the reserve at zero while
+// the stock led, a winner tried late used the close's time and went unvalidated.
+TEST_F(CoordinatorTest, ALateKeepStillHasTheClosesPairs) {
+  int kept = 0;
+  for (double wall = 400; wall <= 640; wall += 10) {
+    SCOPED_TRACE("budget " + std::to_string(wall) + " s");
+    exec_.factors.clear();
+    std::vector<std::string> ideas;
+    for (int i = 0; i < 4; ++i) {
+      ideas.push_back("n" + std::to_string(i) + "=1");
+      exec_.factors["n" + std::to_string(i) + "=1"] = 1.0;
+    }
+    ideas.push_back("win=1");
+    exec_.factors["win=1"] = 1.5;
+    ListProposer p(ideas);
+    spec::SessionSpec spec = Spec(wall);
+    spec.budget.max_cycles = 1;
+    spec.measurement.max_pairs = 3;
+    auto d = sys::TempDir::Create("hone-coord-late");
+    ASSERT_TRUE(d);
+    exec_.run_dir = d->get()->path().string();
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = &p;
+    svc.clock = &clock_;
+    svc.closer = &closer_;
+    SessionState s = Coordinator::NewState(spec, d->get()->path().string(), clock_);
+    Coordinator c(spec, svc, s);
+    auto out = c.Run();
+    ASSERT_TRUE(out) << out.error().ToString();
+    if (out->BestIsStock()) continue;
+    ++kept;
+    EXPECT_TRUE(out->validated) << "kept " << out->best.ToString() << " and never re-validated it";
+    EXPECT_EQ(out->validation_verdict, Verdict::kKeep);
+  }
+  EXPECT_GT(kept, 0) << "no budget reached the winner: the test checks nothing";
+}
+
 // Operating points the budget leaves out are named in the sweep phase's note (the
 // report prints it under the table), not dropped in silence.
 TEST_F(CoordinatorTest, TheSweepNamesThePointsTheBudgetLeftOut) {

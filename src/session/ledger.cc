@@ -67,8 +67,10 @@ double Ledger::EstAccuracy() const {
 
 double Ledger::CloseReserve() const {
   // Final re-validation (min_pairs pairs) and the best's accuracy check, the report,
-  // and a 2% margin.
-  const bool best = !state_.BestIsStock();
+  // and a 2% margin. Held from the end of the prelude on, whether or not something was
+  // kept yet: a candidate in flight may become the best, and with the reserve at zero
+  // while the stock led, a late KEEP left the close nothing to re-validate it with.
+  const bool best = !state_.BestIsStock() || state_.phase != Phase::kPrelude;
   const int pairs = best ? spec_.measurement.min_pairs : 0;
   const double accuracy = best && spec_.accuracy.enabled ? EstAccuracy() * 1.15 : 0.0;
   // Its trials are priced as the close's own check prices them (CanAfford in the close:
