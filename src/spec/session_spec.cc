@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -350,6 +351,15 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
     HONE_ASSIGN_OR_RETURN(s.agents.required, agents["required"].BoolOr(true));
     HONE_ASSIGN_OR_RETURN(s.agents.preset, agents["preset"].StrOr(""));
     HONE_ASSIGN_OR_RETURN(s.agents.command, agents["command"].StrList());
+    // A relative path to the agent's program is relative to the spec file, as patches
+    // are (the agent runs in its worktree, where the user's relative path means
+    // nothing); a bare name is looked up on PATH.
+    if (!s.agents.command.empty()) {
+      std::string& exe = s.agents.command.front();
+      if (exe.find('/') != std::string::npos && exe[0] != '/') {
+        exe = std::filesystem::absolute(base + exe).lexically_normal().string();
+      }
+    }
     Field price = agents["price"];
     if (price.defined()) {
       HONE_TRY(price.CheckKeys({"input", "output"}));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "testing/test_util.h"
 
 namespace hone::spec {
@@ -153,6 +155,16 @@ agents:
   EXPECT_TRUE(d->agents.required);
   EXPECT_TRUE(d->agents.roles.empty());  // the default roles
   EXPECT_EQ(d->agents.command, (std::vector<std::string>{"my-agent", "{prompt}"}));
+  // A relative path to the agent is relative to the spec file (it runs in a worktree).
+  auto rel = ParseSessionSpec("target: {model: /m.gguf}\nagents: {mode: cli, command: [./agent.sh, \"{prompt_file}\"]}\n",
+                              "specs/a.yaml", kMetrics);
+  ASSERT_OK(rel);
+  EXPECT_EQ(rel->agents.command,
+            (std::vector<std::string>{(std::filesystem::current_path() / "specs/agent.sh").string(), "{prompt_file}"}));
+  auto abs = ParseSessionSpec("target: {model: /m.gguf}\nagents: {mode: cli, command: [/opt/agent]}\n", "specs/a.yaml",
+                              kMetrics);
+  ASSERT_OK(abs);
+  EXPECT_EQ(abs->agents.command, (std::vector<std::string>{"/opt/agent"}));
   auto bad = ParseSessionSpec("target: {model: /m.gguf}\nagents: {mode: openai, roles: [judge]}\n", "a.yaml", kMetrics);
   ASSERT_FALSE(bad);
   EXPECT_NE(bad.error().message.find("agents.roles: unknown role 'judge'"), std::string::npos) << bad.error().message;
