@@ -25,7 +25,7 @@ void PrintOutcome(const session::SessionState& s, const spec::SessionSpec& spec,
     std::printf("  baseline  %-22s %.4g  (trials %s)\n", spec.objective.metric.c_str(), s.baseline_objective,
                 Join(s.baseline_trials, ",").c_str());
   }
-  std::printf("  best      %s\n", s.best.ToString().c_str());
+  std::printf("  best      %s\n", s.BestText().c_str());
   if (s.validated) {
     std::printf("  validated %+.1f%%  (ratio %.3f, %.0f%% interval [%.3f, %.3f], %s; stock %.4g -> best %.4g)\n",
                 s.validated_gain * 100, 1 + s.validated_gain, spec.measurement.confidence * 100, s.validated_lo,

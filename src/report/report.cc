@@ -132,7 +132,7 @@ std::vector<Stage> BuildStages(const ReportInput& in) {
     cumulative *= 1.0 + c.gain;
     st.stage_gain = (1.0 + st.stage_gain) * (cumulative / before) - 1.0;
     st.gain_vs_baseline = cumulative - 1.0;
-    st.evidence += (st.evidence.empty() ? "" : "; ") + c.id + " " + c.delta.ToString();
+    st.evidence += (st.evidence.empty() ? "" : "; ") + c.id + " " + c.Change();
   }
   if (s.validated) {
     stages.push_back({"validated end to end (close)", s.validated_gain, 0,
@@ -213,7 +213,7 @@ std::string RenderMarkdown(const ReportInput& in) {
     if (!s.stock_slo.empty()) line("| stock | " + Md(s.stock_slo) + " |");
     if (!s.best_slo.empty()) line("| best, at close | " + Md(s.best_slo) + " |");
     for (const auto& c : s.candidates) {
-      if (!c.slo.empty()) line("| " + Md(c.id) + " " + Md(c.delta.ToString()) + " | " + Md(c.slo) + " |");
+      if (!c.slo.empty()) line("| " + Md(c.id) + " " + Md(c.Change()) + " | " + Md(c.slo) + " |");
     }
     for (const auto& p : s.sweep) {
       const std::string at = "c" + std::to_string(p.concurrency) + " isl" + std::to_string(p.isl) + " osl" +
@@ -250,7 +250,7 @@ std::string RenderMarkdown(const ReportInput& in) {
         line("|---|---|---|---|");
         any = true;
       }
-      line("| " + Md(c.id) + " | `" + Md(c.delta.ToString()) + "` | " + (c.accuracy_passed ? "pass" : "**FAIL**") +
+      line("| " + Md(c.id) + " | `" + Md(c.Change()) + "` | " + (c.accuracy_passed ? "pass" : "**FAIL**") +
            " | " + Md(c.accuracy) + " |");
     }
     if (!s.close_accuracy.empty()) {
@@ -259,7 +259,7 @@ std::string RenderMarkdown(const ReportInput& in) {
         line("| id | change | result | measured |");
         line("|---|---|---|---|");
       }
-      line("| close | best `" + Md(s.best.ToString()) + "` | | " + Md(s.close_accuracy) + " |");
+      line("| close | best `" + Md(s.BestText()) + "` | | " + Md(s.close_accuracy) + " |");
     }
   }
   line("");
@@ -287,7 +287,7 @@ std::string RenderMarkdown(const ReportInput& in) {
     std::string trials = Join(c.candidate_trials, ",");
     if (!c.screen_trial.empty()) trials = "screen " + c.screen_trial + (trials.empty() ? "" : "; " + trials);
     line("| " + Md(c.id) + " | " + std::string(session::CandidatePhaseName(c.phase)) + " c" + std::to_string(c.cycle) +
-         " | `" + Md(c.delta.ToString()) + "` | **" + V(c.verdict) + "**" + (Flagged(c) ? " (flagged)" : "") + " | " +
+         " | `" + Md(c.Change()) + "` | **" + V(c.verdict) + "**" + (Flagged(c) ? " (flagged)" : "") + " | " +
          (c.pairs ? Pct(c.gain) : "") + " | " + (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") +
          " | " + std::to_string(c.pairs) + " | " + Md(c.accuracy) + " | " + Md(trials) + " | " + Md(c.reason) + " | " +
          Md(c.critic) + " |");
@@ -305,7 +305,7 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("Nothing: every kept change passed its paired verdict and the accuracy gate, and the final best was "
          "re-validated at close.");
   }
-  for (const auto* c : flagged) line("- " + c->id + " `" + Md(c->delta.ToString()) + "`: kept without an accuracy check");
+  for (const auto* c : flagged) line("- " + c->id + " `" + Md(c->Change()) + "`: kept without an accuracy check");
   if (!s.validated && !s.BestIsStock()) line("- the final configuration was not re-validated at close");
   line("");
   line("## What failed and why");
@@ -313,7 +313,7 @@ std::string RenderMarkdown(const ReportInput& in) {
   int failures = 0;
   for (const auto& c : s.candidates) {
     if (c.verdict == Verdict::kLaunchFailed || c.verdict == Verdict::kAccuracyFailed || c.verdict == Verdict::kInvalid) {
-      line("- " + c.id + " `" + Md(c.delta.ToString()) + "`: " + V(c.verdict) + " — " + Md(c.reason));
+      line("- " + c.id + " `" + Md(c.Change()) + "`: " + V(c.verdict) + " — " + Md(c.reason));
       ++failures;
     }
   }
@@ -737,6 +737,7 @@ std::string RenderSummaryJson(const ReportInput& in) {
                      {"verdict", V(c.verdict)}, {"gain", c.gain}, {"ci", {c.ci_lo, c.ci_hi}}, {"pairs", c.pairs},
                      {"accuracy", c.accuracy}, {"flagged", Flagged(c)}, {"trials", c.candidate_trials},
                      {"slo", c.slo}, {"reason", c.reason}});
+    if (!c.patch.empty()) cands.back()["patch"] = c.patch;
   }
   json j = {{"schema", "hone-summary/1"},
             {"session_id", s.session_id},
@@ -745,7 +746,7 @@ std::string RenderSummaryJson(const ReportInput& in) {
             {"objective", {{"metric", in.spec->objective.metric}, {"maximize", in.spec->objective.maximize}}},
             {"baseline", {{"config", cfg(s.stock)}, {"value", s.baseline_objective}, {"trials", s.baseline_trials},
                           {"noise_floor", s.noise_floor}}},
-            {"best", {{"config", cfg(s.best)}, {"launch_command", in.best_command}}},
+            {"best", {{"config", cfg(s.best)}, {"launch_command", in.best_command}, {"server_binary", s.server_binary}}},
             {"validated", s.validated
                               ? json{{"gain", s.validated_gain}, {"ci", {s.validated_lo, s.validated_hi}},
                                      {"verdict", V(s.validation_verdict)}, {"best_value", s.validated_best_objective},

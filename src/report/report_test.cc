@@ -167,6 +167,39 @@ TEST_F(ReportTest, SummaryJsonAndFiles) {
   EXPECT_EQ(stages.back().name, "validated end to end (close)");
 }
 
+// A kept source patch with the stock's flags is named as the patch everywhere a change
+// is shown, never as "(stock)": the candidates, accuracy and stage tables, the close's
+// row, and summary.json (the session with the specialist's slot patch said "(stock)").
+TEST_F(ReportTest, AKeptPatchIsNamedNotShownAsTheStock) {
+  session::SessionState s = state_;
+  session::CandidateRecord c;
+  c.id = "c009";
+  c.patch = "s1-more-default-slots";
+  c.verdict = Verdict::kKeep;
+  c.gain = 0.266;
+  c.pairs = 3;
+  c.accuracy = "pass: patched build";
+  c.server_binary = "/run/bin/llama-server-s1-more-default-slots";
+  s.candidates.push_back(c);
+  s.best = s.stock;
+  s.server_binary = c.server_binary;
+  s.close_accuracy = "pass: agreement 100%";
+  ReportInput in = in_;
+  in.state = &s;
+  const std::string md = RenderMarkdown(in);
+  EXPECT_NE(md.find("| c009 | framework c0 | `patch s1-more-default-slots` | **KEEP**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| c009 | `patch s1-more-default-slots` | pass |"), std::string::npos);
+  EXPECT_NE(md.find("c009 patch s1-more-default-slots"), std::string::npos) << "the stage's evidence";
+  EXPECT_NE(md.find("| close | best `(stock) on build llama-server-s1-more-default-slots` |"), std::string::npos);
+  const auto j = nlohmann::json::parse(RenderSummaryJson(in));
+  EXPECT_EQ(j["best"]["server_binary"], c.server_binary);
+  EXPECT_EQ(j["candidates"].back()["patch"], "s1-more-default-slots");
+  // A knob delta and a patch together show both.
+  c.delta = Config{{"parallel", "8"}};
+  EXPECT_EQ(c.Change(), "parallel=8 + patch s1-more-default-slots");
+  EXPECT_EQ(session::BuildNote(""), "");
+}
+
 // The sweep's fronts and polygon-area index reach report.md and summary.json, computed
 // from the sweep points the session measured.
 TEST_F(ReportTest, SweepCarriesTheParetoFrontAndAreaIndex) {

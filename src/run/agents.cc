@@ -345,7 +345,7 @@ void AttachState(Agents& agents, const session::SessionState& state) {
     snap.phase = session::PhaseName(s->phase);
     snap.baseline_objective = s->baseline_objective;
     snap.stock = s->stock.ToString();
-    snap.best = s->best.ToString();
+    snap.best = s->BestText();
     snap.best_objective = s->best_values.empty() ? 0 : s->best_values.back();
     snap.validated = s->validated;
     snap.validated_gain = s->validated_gain;
@@ -391,7 +391,7 @@ std::string AgentSummary(const Agents& agents, const session::SessionState& stat
         // Decide words a vetoed KEEP "measured KEEP (...) but the critic refused: ...".
         const bool keep = c.reason.starts_with("measured KEEP");
         keeps_refused += keep ? 1 : 0;
-        lines += "- " + c.id + " (" + c.delta.ToString() + ", measured " + Pct(c.gain) + "): " +
+        lines += "- " + c.id + " (" + c.Change() + ", measured " + Pct(c.gain) + "): " +
                  (keep ? "measured KEEP, now " + std::string(VerdictName(c.verdict))
                        : std::string(VerdictName(c.verdict)) + " stands") +
                  "; " + c.critic + "\n";

@@ -449,8 +449,9 @@ TEST_F(AgentsTest, TheSpecialistsDiffsGoThroughThePatchLaneAndAFailureIsARecorde
   EXPECT_EQ(state.server_binary, kept->server_binary);
   EXPECT_TRUE(state.validated);
   // The accepted line holds it; the live tree is untouched.
-  EXPECT_EQ(pt::Sh(fx.live, "git rev-parse hone/accepted~1"), head);
-  EXPECT_NE(pt::Sh(fx.live, "git show hone/accepted:common/common.h").find("return 8;"), std::string::npos);
+  const std::string accepted = session::BranchPrefix(run_dir) + "/accepted";
+  EXPECT_EQ(pt::Sh(fx.live, "git rev-parse " + accepted + "~1"), head);
+  EXPECT_NE(pt::Sh(fx.live, "git show " + accepted + ":common/common.h").find("return 8;"), std::string::npos);
   EXPECT_EQ(pt::Sh(fx.live, "git rev-parse HEAD"), head);
   EXPECT_EQ(pt::Sh(fx.live, "git status --porcelain"), "");
   // The diff that does not apply is a recorded rejection: nothing built, nothing kept.

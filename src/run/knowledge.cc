@@ -1,6 +1,7 @@
 #include "run/knowledge.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/strings.h"
 #include "kb/spec_workload.h"
@@ -9,6 +10,8 @@
 #include "target/llamacpp.h"
 
 namespace hone::run {
+
+namespace fs = std::filesystem;
 
 std::string HardwareName(const spec::SessionSpec& spec, const sys::MachineInfo& machine) {
   return spec.target.hardware.empty() ? machine.SlugFor(spec.target.num_gpus) : spec.target.hardware;
@@ -152,6 +155,14 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
   }
   if (!s.validated) {
     *why = "not recorded: the best configuration was not re-validated at close";
+    return std::nullopt;
+  }
+  // A recipe is knobs a later session replays on the provisioned build; a gain measured
+  // on a patched build would be claimed by knobs that did not make it.
+  if (!s.server_binary.empty()) {
+    *why = "not recorded: the best runs a patched build (" + fs::path(s.server_binary).filename().string() +
+           "), which a recipe of knobs cannot replay; its diffs are in " +
+           (fs::path(s.run_dir) / "patch" / "diffs").string();
     return std::nullopt;
   }
   kb::AdmissionRequest req;

@@ -36,6 +36,7 @@ Result<std::unique_ptr<session::PatchLane>> BuildPatchLane(const spec::SessionSp
                                  {"bin/llama-server", "bin/llama-perplexity"});
   po.clock = ctx.clock;
   po.runner = ctx.runner;
+  if (ctx.progress) po.progress = [progress = ctx.progress](const std::string& l) { progress("  patch " + l); };
   HONE_ASSIGN_OR_RETURN(auto lane, session::ExecutorPatchLane::Create(po));
   return std::unique_ptr<session::PatchLane>(std::move(lane));
 }

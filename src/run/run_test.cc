@@ -175,6 +175,13 @@ TEST_F(RunTest, TheCloseAdmitsOnlyAValidatedBestWithWhatTheCandidatesTaught) {
                   Candidate("c7", Config{{"mlock", "on"}}, Verdict::kLaunchFailed, "bad_flag")};
   s.candidates[6].candidate_trials.clear();
   s.candidates[6].screen_trial = "t9";
+  // Validated on a patched build: the knobs alone did not make the gain.
+  s.server_binary = "/run/bin/llama-server-s1-more-default-slots";
+  s.run_dir = "/run";
+  EXPECT_FALSE(AdmissionFor(s, spec_, q, {}, &why));
+  EXPECT_EQ(why, "not recorded: the best runs a patched build (llama-server-s1-more-default-slots), which a recipe "
+                 "of knobs cannot replay; its diffs are in /run/patch/diffs");
+  s.server_binary.clear();
   auto req = AdmissionFor(s, spec_, q, {"0.1.0", "t-1", "2026-01-01T00:00:00Z"}, &why);
   ASSERT_TRUE(req);
   EXPECT_TRUE(req->verdict_keep);

@@ -177,7 +177,7 @@ Result<measure::TrialOutcome> Ledger::RunTrialOnce(const Arm& arm, const measure
   HONE_TRY(Save());
   const std::string role(measure::TrialRoleName(arm.role));
   Event("trial_started", {{"trial", req.id}, {"role", role}, {"config", arm.config.ToString()}, {"point", p.Label()}});
-  Progress("trial " + req.id + " " + role + " " + arm.config.ToString());
+  Progress("trial " + req.id + " " + role + " " + arm.config.ToString() + BuildNote(arm.server_binary));
   HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, services_.executor->Run(req));
   ++state_.trials_run;
   state_.trial_seconds_total += o.wall_s;

@@ -10,6 +10,15 @@ namespace hone::session {
 
 namespace fs = std::filesystem;
 
+std::string BranchPrefix(const std::string& run_dir) {
+  const fs::path abs = fs::absolute(run_dir).lexically_normal();
+  std::string name;
+  for (char c : abs.filename().string()) {
+    name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '-';
+  }
+  return "hone-" + name.substr(0, 40) + "-" + sys::Sha256Hex(abs.string()).substr(0, 8);
+}
+
 Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOptions options) {
   for (const std::string& f : options.diff_files) {
     if (!sys::FileExists(f)) return NotFound("patch file not found: " + f);
@@ -20,6 +29,7 @@ Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOp
   patch::ExecutorOptions eo;
   eo.repo = lane->options_.repo;
   eo.work_root = fs::path(lane->options_.run_dir) / "patch";
+  eo.branch_prefix = BranchPrefix(lane->options_.run_dir);
   eo.target = lane->options_.target;
   eo.recipe = lane->options_.recipe;
   eo.jobs = lane->options_.jobs;
@@ -28,6 +38,10 @@ Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOp
   eo.runner = lane->options_.runner;
   HONE_ASSIGN_OR_RETURN(lane->executor_, patch::PatchExecutor::Create(eo, *lane->gate_));
   return lane;
+}
+
+void ExecutorPatchLane::Say(const std::string& line) const {
+  if (options_.progress) options_.progress(line);
 }
 
 std::string ExecutorPatchLane::IdFor(size_t index) const {
@@ -79,6 +93,7 @@ Result<PatchResult> ExecutorPatchLane::Try(const PatchIdea& idea,
 Result<PatchResult> ExecutorPatchLane::TryGoal(const PatchGoal& goal, const PatchIdea& idea,
                                                const std::function<Result<bool>(const std::string& binary)>& measure) {
   // Written against the accepted line, so it applies on top of what was kept so far.
+  Say(goal.id + ": the writer works on '" + goal.title + "'");
   auto written = options_.writer->Write(goal, options_.repo, executor_->accepted_commit());
   if (!written) {
     if (written.error().code == ErrorCode::kCancelled) return Fail(written.error());
@@ -98,6 +113,7 @@ Result<PatchResult> ExecutorPatchLane::TryGoal(const PatchGoal& goal, const Patc
   // The reviewer signs off this exact diff (never its author: patch.no_self_review).
   // A refusal means the merge could never be allowed: nothing is built or measured.
   auto sign_off = [&](PatchResult& out) -> Result<bool> {
+    Say(goal.id + ": the reviewer reads the diff (" + out.diffstat + ")");
     auto review = options_.writer->Review(goal, *written);
     if (!review) {
       if (review.error().code == ErrorCode::kCancelled) return Fail(review.error());
@@ -116,6 +132,7 @@ Result<PatchResult> ExecutorPatchLane::TryGoal(const PatchGoal& goal, const Patc
       out.stopped_by = "patch.critic_signoff";
       return false;
     }
+    Say(goal.id + ": signed off: " + review->reason);
     return true;
   };
   return Run(proposal, std::move(a), sign_off, idea, measure);
@@ -147,8 +164,14 @@ Result<PatchResult> ExecutorPatchLane::Run(const patch::Proposal& proposal, poli
     }
   }
   std::string kept_binary;
+  if (decision.allowed) {
+    Say(proposal.id + ": building " + options_.recipe.name + " (log " +
+        (fs::path(options_.run_dir) / "patch" / "logs" / (proposal.id + ".build.log")).string() + ")");
+  }
   auto measure_fn = [&](const patch::BuiltTree& tree) -> Result<patch::Measurement> {
     out.build_seconds = tree.build_seconds;
+    Say(proposal.id + ": built in " + std::to_string(static_cast<int>(tree.build_seconds + 0.5)) +
+        " s; measuring it against the current best");
     std::string binary = (tree.build_dir / options_.binary_in_build).string();
     HONE_ASSIGN_OR_RETURN(bool keep, measure(binary));
     if (keep) {

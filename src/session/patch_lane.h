@@ -14,6 +14,7 @@
 // the next proposal rebuilds that directory. Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -54,6 +55,14 @@ class PatchWriter {
   virtual Result<policy::CriticReview> Review(const PatchGoal& goal, const WrittenPatch& patch) = 0;
 };
 
+// The branches a session's patch lane keeps in the target's checkout:
+// "<prefix>/accepted" and "<prefix>/p/<id>", with a prefix of its own per run directory
+// ("hone-<run dir name>-<8 hex>"). The checkout is shared by every session on the
+// machine; one accepted line for all of them made a later session build its diffs on
+// an earlier session's kept patch and credit that patch's gain to its own. A resumed
+// session (the same run directory) continues its line.
+std::string BranchPrefix(const std::string& run_dir);
+
 struct PatchLaneOptions {
   std::vector<std::string> diff_files;
   std::vector<PatchGoal> goals;  // written by `writer` (required when goals are given)
@@ -67,6 +76,8 @@ struct PatchLaneOptions {
   int jobs = 0;
   sys::Clock* clock = nullptr;            // the real one when null
   sys::ProcessRunner* runner = nullptr;   // runs the build steps; the real one when null
+  // One line per stage (writing, review, build, measurement): a rebuild takes minutes.
+  std::function<void(const std::string& line)> progress;
 };
 
 class ExecutorPatchLane final : public PatchLane {
@@ -82,6 +93,7 @@ class ExecutorPatchLane final : public PatchLane {
   ExecutorPatchLane(PatchLaneOptions o, std::unique_ptr<policy::Gate> g)
       : options_(std::move(o)), gate_(std::move(g)) {}
   std::string IdFor(size_t index) const;
+  void Say(const std::string& line) const;
   // The gate, the sign-off, the executor and the measurement for one proposal whose
   // apply request is `action`.
   // `sign_off` runs once the gate allows the apply; false stops with `out` as recorded.

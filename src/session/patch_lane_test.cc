@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "core/strings.h"
 #include "session/coordinator.h"
 #include "testing/fake_executor.h"
 #include "sys/files.h"
@@ -97,8 +98,18 @@ TEST(PatchLaneTest, UserPatchesAreGatedBuiltMeasuredAndKeptOrReverted) {
   EXPECT_EQ(Git(repo, {"rev-parse", "HEAD"}), head);
   EXPECT_EQ(Git(repo, {"status", "--porcelain"}), "");
   EXPECT_EQ(*sys::ReadFile(root / "repo" / "common" / "speed.h"), "#define SPEED 1.00\n");
-  EXPECT_EQ(Git(repo, {"rev-parse", "hone/accepted~1"}), head);
+  const std::string accepted = lane->executor().accepted_branch();
+  EXPECT_EQ(accepted, BranchPrefix(po.run_dir) + "/accepted");
+  EXPECT_EQ(Git(repo, {"rev-parse", accepted + "~1"}), head);
   EXPECT_EQ(lane->executor().records().size(), 3u);
+  // The session's line is its own: a second session on the same checkout starts from
+  // the checkout's HEAD, not from the first session's kept patch.
+  PatchLaneOptions other = po;
+  other.run_dir = (root / "run2").string();
+  ASSERT_OK_AND_ASSIGN(auto second, ExecutorPatchLane::Create(other));
+  EXPECT_NE(second->executor().accepted_branch(), accepted);
+  EXPECT_EQ(second->executor().accepted_commit(), head);
+  EXPECT_TRUE(BranchPrefix(po.run_dir).starts_with("hone-run-")) << BranchPrefix(po.run_dir);
 }
 
 // Writes scripted diffs (or fails) and reviews them as scripted; records what it was asked.
@@ -152,6 +163,8 @@ TEST(PatchLaneTest, WrittenDiffsBuildOnTheAcceptedLineAndARefusalOrNoDiffIsAReco
   po.recipe.build = {{"sh", "-c", "mkdir -p {build}/bin && sed -n 's/#define SPEED //p' {src}/common/speed.h > "
                                   "{build}/bin/llama-server"}};
   po.recipe.artifacts = {"bin/llama-server"};
+  std::vector<std::string> progress;
+  po.progress = [&progress](const std::string& l) { progress.push_back(l); };
   // Goals need a writer.
   EXPECT_FALSE(ExecutorPatchLane::Create(po));
   po.writer = &writer;
@@ -171,13 +184,27 @@ TEST(PatchLaneTest, WrittenDiffsBuildOnTheAcceptedLineAndARefusalOrNoDiffIsAReco
   // The first was written on the live HEAD, the second on the accepted line past it.
   ASSERT_EQ(writer.bases.size(), 3u);
   EXPECT_EQ(writer.bases[0], head);
-  EXPECT_EQ(Git(repo, {"rev-parse", "hone/accepted~1"}), head);
-  EXPECT_EQ(writer.bases[1], Git(repo, {"rev-parse", "hone/accepted"}));
+  const std::string accepted = lane->executor().accepted_branch();
+  EXPECT_EQ(Git(repo, {"rev-parse", accepted + "~1"}), head);
+  EXPECT_EQ(writer.bases[1], Git(repo, {"rev-parse", accepted}));
   EXPECT_EQ(writer.reviewed, (std::vector<std::string>{"g1", "g2"}));
   // Only the signed-off diff reached the executor; the refused one was never built.
   EXPECT_EQ(lane->executor().records().size(), 1u);
   EXPECT_EQ(s.server_binary, po.run_dir + "/bin/llama-server-g1");
   EXPECT_EQ(Git(repo, {"status", "--porcelain"}), "");
+  // Every stage says so as it starts (a real rebuild takes minutes); the refused diff
+  // and the missing one never reach the build.
+  ASSERT_EQ(progress.size(), 8u) << Join(progress, "\n");
+  EXPECT_EQ(progress[0], "g1: the writer works on 'faster'");
+  EXPECT_EQ(progress[1], "g1: the reviewer reads the diff (1 file(s), +1/-1)");
+  EXPECT_EQ(progress[2], "g1: signed off: fine");
+  EXPECT_EQ(progress[3], "g1: building speed file (log " + po.run_dir + "/patch/logs/g1.build.log)");
+  EXPECT_TRUE(progress[4].starts_with("g1: built in ")) << progress[4];
+  EXPECT_TRUE(progress[4].ends_with(" s; measuring it against the current best")) << progress[4];
+  EXPECT_EQ(progress[5], "g2: the writer works on 'even faster'");
+  EXPECT_EQ(progress[6], "g2: the reviewer reads the diff (1 file(s), +1/-1)");
+  EXPECT_EQ(progress[7], "g3: the writer works on 'nothing'");
+  EXPECT_TRUE(sys::FileExists(po.run_dir + "/patch/logs/g1.build.log"));
 }
 
 }  // namespace

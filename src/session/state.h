@@ -74,7 +74,14 @@ struct CandidateRecord {
   std::string server_binary;    // the build the candidate runs ("" = provisioned)
   std::string incumbent_binary; // the build the incumbent runs
   double started_s = 0, finished_s = 0;  // session time
+  // What it changed, for people: its knob delta, and its source patch when it has one
+  // ("patch s1-more-default-slots", "parallel=8 + patch p1-fix"); a patch with stock
+  // flags is not "(stock)".
+  std::string Change() const;
 };
+
+// " on build llama-server-s1-x" for a build other than the provisioned one ("" otherwise).
+std::string BuildNote(const std::string& server_binary);
 
 struct PhaseRecord {
   Phase phase = Phase::kPrelude;
@@ -201,6 +208,8 @@ struct SessionState {
   CandidateRecord* Pending();  // the candidate still being measured, or nullptr
   // True while nothing (no knob, no patch) has replaced the stock configuration.
   bool BestIsStock() const { return best == stock && server_binary.empty(); }
+  // The best's knobs and, when it runs a patched build, which ("(stock) on build ...").
+  std::string BestText() const { return best.ToString() + BuildNote(server_binary); }
 };
 
 std::string StateToJson(const SessionState& s);

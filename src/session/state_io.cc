@@ -228,6 +228,16 @@ CandidateRecord CandidateFrom(const json& j) {
 
 }  // namespace
 
+std::string CandidateRecord::Change() const {
+  if (patch.empty()) return delta.ToString();
+  return delta.empty() ? "patch " + patch : delta.ToString() + " + patch " + patch;
+}
+
+std::string BuildNote(const std::string& server_binary) {
+  if (server_binary.empty()) return "";
+  return " on build " + std::filesystem::path(server_binary).filename().string();
+}
+
 CandidateRecord* SessionState::Pending() {
   for (auto& c : candidates) {
     if (c.verdict == Verdict::kPending) return &c;
