@@ -198,6 +198,7 @@ TEST_F(ReportTest, AKeptPatchIsNamedNotShownAsTheStock) {
   c.delta = Config{{"parallel", "8"}};
   EXPECT_EQ(c.Change(), "parallel=8 + patch s1-more-default-slots");
   EXPECT_EQ(session::BuildNote(""), "");
+  EXPECT_EQ(session::BuildNote("/run/patch/slot/build/bin/llama-server"), " on build /run/patch/slot/build/bin/llama-server");
 }
 
 // The sweep's fronts and polygon-area index reach report.md and summary.json, computed

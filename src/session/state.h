@@ -80,7 +80,8 @@ struct CandidateRecord {
   std::string Change() const;
 };
 
-// " on build llama-server-s1-x" for a build other than the provisioned one ("" otherwise).
+// " on build llama-server-s1-x" for a build other than the provisioned one ("" otherwise);
+// the build directory's generic binary is named by its path.
 std::string BuildNote(const std::string& server_binary);
 
 struct PhaseRecord {

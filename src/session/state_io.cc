@@ -235,7 +235,10 @@ std::string CandidateRecord::Change() const {
 
 std::string BuildNote(const std::string& server_binary) {
   if (server_binary.empty()) return "";
-  return " on build " + std::filesystem::path(server_binary).filename().string();
+  // A kept build's copy is named after its patch; the build directory's own binary is
+  // named by its path.
+  const std::string name = std::filesystem::path(server_binary).filename().string();
+  return " on build " + (name.find('-', std::string("llama-server").size()) == std::string::npos ? server_binary : name);
 }
 
 CandidateRecord* SessionState::Pending() {
