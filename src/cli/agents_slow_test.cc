@@ -14,6 +14,7 @@
 
 #include "core/strings.h"
 #include "net/raw_server.h"
+#include "session/patch_lane.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "testing/agent_endpoint.h"
@@ -158,6 +159,91 @@ TEST_F(CliAgentsTest, TheOrchestratorsIdeaIsMeasuredAndTheCriticRefusesItsKeep) 
     EXPECT_TRUE(text && text->find(kKey) == std::string::npos) << e.path();
   }
   EXPECT_EQ(r.output.find(kKey), std::string::npos);
+}
+
+// A specialist's source change the whole way, as `hone run bench/agents/specialist.yaml`
+// runs it: the shipped scripted coding-agent CLI edits its worktree of the provisioned
+// llama.cpp checkout (the automatic slot count 4 -> 8), the gate and the critic sign
+// off, the patch lane rebuilds llama-server and llama-perplexity (ccache-backed: seconds
+// once the cache holds the slot's objects, ~9 minutes cold on 2 cores), the accuracy
+// gate runs the patched build, the paired protocol measures it against the stock at
+// concurrency 8 and the close re-validates it. ctest runs it alone (RUN_SERIAL).
+TEST_F(CliAgentsTest, ASpecialistsSourceChangeIsRebuiltMeasuredAndKept) {
+  const target::Provisioned* prov = testing::Llama();
+  ASSERT_NE(prov, nullptr);
+  auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", prov->src_dir.string()});
+    auto o = sys::RunCommand({.argv = args}, 60s);
+    EXPECT_TRUE(o && o->status.success()) << Join(args, " ") << ": " << (o ? o->output : o.error().ToString());
+    return o ? std::string(Trim(o->output)) : std::string();
+  };
+  const std::string coder = (testing::SourceDir() / "bench/agents/scripted-coder.sh").string();
+  const std::string spec = Path("specialist.yaml");
+  ASSERT_OK(sys::WriteFileAtomic(spec, R"(name: specialist-e2e
+target:
+  model: {preset: small, seed: 42}
+workload: {isl: 64, osl: 64, concurrency: 8, num_prompts: 16, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+budget: {wall: 20m, max_cycles: 1}
+measurement: {min_pairs: 3, max_pairs: 6, aa_pairs: 2}
+search: {knobs: [poll]}
+kb: {path: )" + Path("kb.sqlite") + R"(}
+agents:
+  mode: cli
+  command: [)" + coder + R"(, "{prompt_file}"]
+  roles: [critic, specialist]
+  max_cost_usd: 20
+  specialist_tasks:
+    - {title: more default slots, goal: "Make the automatic slot count fit 8 concurrent requests.",
+       files: [tools/server/server.cpp]}
+)"));
+  const std::string head = git({"rev-parse", "HEAD"});
+  const std::string out = Path("run");
+  auto r = RunHone({"run", spec, "--out", out}, 1800s);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
+  SCOPED_TRACE(LastLines(r.output, 40));
+  // Every stage said so as it ran.
+  for (const char* stage : {"patch s1-more-default-slots: the writer works on 'more default slots'",
+                            "patch s1-more-default-slots: the reviewer reads the diff (1 file(s), +2/-2)",
+                            "patch s1-more-default-slots: signed off:", "patch s1-more-default-slots: built in "}) {
+    EXPECT_NE(r.output.find(stage), std::string::npos) << stage;
+  }
+  nlohmann::json state = Load(out + "/state.json");
+  ASSERT_TRUE(state.is_object());
+  nlohmann::json patch;
+  for (const auto& c : state["candidates"]) {
+    if (c.value("patch", "") == "s1-more-default-slots") patch = c;
+  }
+  ASSERT_TRUE(patch.is_object()) << state["candidates"].dump(1);
+  // Eight slots for eight clients instead of four: +25% measured on this host, quiet.
+  EXPECT_EQ(patch.value("verdict", ""), "KEEP") << patch.dump(1);
+  EXPECT_TRUE(patch.value("accuracy", "").find("the patched build's llama-perplexity") != std::string::npos)
+      << patch.value("accuracy", "");
+  const std::string kept = out + "/bin/llama-server-s1-more-default-slots";
+  EXPECT_EQ(state.value("server_binary", ""), kept);
+  EXPECT_TRUE(state.value("validated", false));
+  EXPECT_EQ(state.value("validation_verdict", ""), "KEEP");
+  // The summary names the patched build under the best's knobs (poll may have been kept too).
+  const size_t best = r.output.find("\n  best      ");
+  ASSERT_NE(best, std::string::npos);
+  EXPECT_NE(r.output.substr(best, r.output.find('\n', best + 1) - best).find(" on build llama-server-s1-more-default-slots"),
+            std::string::npos);
+  EXPECT_NE(r.output.find("not recorded: the best runs a patched build"), std::string::npos);
+  // The kept diff is on the session's own accepted line; the checkout's HEAD and tree
+  // are untouched.
+  const std::string branch = session::BranchPrefix(out) + "/accepted";
+  EXPECT_NE(git({"show", branch + ":tools/server/server.cpp"}).find("params.n_parallel = 8;"), std::string::npos);
+  EXPECT_EQ(git({"rev-parse", "HEAD"}), head);
+  EXPECT_EQ(git({"status", "--porcelain", "--untracked-files=no"}), "");
+  git({"branch", "-D", branch});
+  // The report names the patch, the Agents section its outcome and the claim.
+  auto report = sys::ReadFile(out + "/report.md");
+  ASSERT_TRUE(report);
+  EXPECT_NE(report->find("`patch s1-more-default-slots` | **KEEP**"), std::string::npos);
+  EXPECT_NE(report->find("specialist: 1 diffs asked for, 1 kept"), std::string::npos);
+  EXPECT_NE(report->find("its claims (not measurements): 2x"), std::string::npos);
+  std::printf("specialist patch: %s; close: %s\n", patch.value("reason", "").c_str(),
+              state.value("validation_verdict", "").c_str());
 }
 
 TEST_F(CliAgentsTest, AgentProblemsStopTheRunBeforeItStartsAndAgentsNoneRunsThePlanner) {
