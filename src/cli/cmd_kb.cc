@@ -98,6 +98,11 @@ int RunShow(const KbOpts& o, const Context& ctx) {
                 f.config_delta.ToString().c_str(), f.detail.empty() ? "" : (" (" + f.detail + ")").c_str(),
                 kb::JoinTrialIds(f.trial_ids).c_str());
   }
+  std::printf("notes              %zu\n", r.notes.size());
+  for (const kb::Note& n : r.notes) {
+    std::printf("  %s on %s: %s  (session %s)\n", n.source.c_str(), n.subject.c_str(), n.text.c_str(),
+                n.session_id.c_str());
+  }
   std::printf("history            %zu event(s)\n", r.history.size());
   for (const kb::HistoryEvent& e : r.history) {
     std::printf("  %s  %-15s session %s  objective %g  baseline %g  %s\n", e.date.c_str(), e.event.c_str(),
@@ -136,6 +141,12 @@ int RunMatch(const KbOpts& o, const Context& ctx) {
   for (const kb::PriorFailure& p : *failures) {
     std::printf("  failure %s %s (recipe #%lld, %.2f)\n", std::string(kb::FailureKindName(p.failure.kind)).c_str(),
                 p.failure.config_delta.ToString().c_str(), static_cast<long long>(p.recipe_id), p.confidence);
+  }
+  auto notes = (*store)->Notes(q);
+  if (!notes) return ReportError(notes.error());
+  for (const kb::PriorNote& p : *notes) {
+    std::printf("  note (%s on %s) %s (recipe #%lld, %.2f)\n", p.note.source.c_str(), p.note.subject.c_str(),
+                p.note.text.c_str(), static_cast<long long>(p.recipe_id), p.confidence);
   }
   return 0;
 }
@@ -211,7 +222,7 @@ Action RegisterKb(CLI::App& app, const Context& ctx) {
   };
   auto* list = cmd->add_subcommand("list", "List every recipe (active and demoted)");
   add_kb(list);
-  auto* show = cmd->add_subcommand("show", "Show one recipe: config, numbers, learnings, failures, history");
+  auto* show = cmd->add_subcommand("show", "Show one recipe: config, numbers, learnings, failures, notes, history");
   add_kb(show);
   show->add_option("id", o->id, "Recipe id (from `hone kb list`)")->required();
   auto* match = cmd->add_subcommand("match", "Find the recipe a session would start from, and say why");

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "testing/kb_recipes.h"
+#include "kb/schema.h"
 #include "kb/store.h"
 #include "testing/test_util.h"
 
@@ -124,7 +125,7 @@ TEST_F(ConcurrencyTest, TwoProcessesWritingAtOnceLoseNothingAndDuplicateNothing)
   EXPECT_EQ(QueryInt("SELECT count(*) FROM recipe_history h JOIN recipes r ON r.id = h.recipe_id "
                      "WHERE r.model = 'shared'"),
             2 * kShared);
-  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), 2);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_version"), kSchemaVersion);
   EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_version"), 1);  // migrated exactly once
   ASSERT_OK_AND_ASSIGN(auto store, RecipeStore::Open(path_, RepoRules()));
   ASSERT_OK_AND_ASSIGN(std::vector<Recipe> all, store->List());

@@ -128,6 +128,15 @@ Result<Recipe> FromJson(const json& j) {
     HONE_ASSIGN_OR_RETURN(x.trial_ids, l.Strs("trial_ids"));
     r.learnings.push_back(std::move(x));
   }
+  HONE_ASSIGN_OR_RETURN(std::vector<Reader> notes, root.Arr("notes"));  // absent before schema v3
+  for (const Reader& n : notes) {
+    Note x;
+    HONE_ASSIGN_OR_RETURN(x.source, n.Str("source"));
+    HONE_ASSIGN_OR_RETURN(x.subject, n.Str("subject", false));
+    HONE_ASSIGN_OR_RETURN(x.text, n.Str("text"));
+    HONE_ASSIGN_OR_RETURN(x.session_id, n.Str("session_id", false));
+    r.notes.push_back(std::move(x));
+  }
   HONE_ASSIGN_OR_RETURN(std::vector<Reader> failures, root.Arr("failures"));
   for (const Reader& f : failures) {
     Failure x;
@@ -207,6 +216,11 @@ std::string RecipeToJsonLine(const Recipe& r) {
                         {"trial_ids", f.trial_ids}});
   }
   j["failures"] = failures;
+  json notes = json::array();
+  for (const Note& n : r.notes) {
+    notes.push_back({{"source", n.source}, {"subject", n.subject}, {"text", n.text}, {"session_id", n.session_id}});
+  }
+  j["notes"] = notes;
   j["provenance"] = {{"hone_version", r.provenance.hone_version},
                      {"session_id", r.provenance.session_id},
                      {"date", r.provenance.date}};

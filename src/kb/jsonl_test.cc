@@ -53,6 +53,8 @@ TEST(JsonLineTest, OneRecipeRoundTripsEveryField) {
   EXPECT_EQ(back.baseline, r.baseline);
   EXPECT_EQ(back.learnings, r.learnings);
   EXPECT_EQ(back.failures, r.failures);
+  ASSERT_EQ(back.notes.size(), 1u);
+  EXPECT_EQ(back.notes, r.notes);
   EXPECT_EQ(back.provenance, r.provenance);
   EXPECT_EQ(back.status, r.status);
   EXPECT_EQ(back.demoted_reason, r.demoted_reason);

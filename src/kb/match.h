@@ -77,6 +77,11 @@ struct PriorLearning {
   int64_t recipe_id = 0;
   std::string step;
 };
+struct PriorNote {
+  Note note;
+  double confidence = 0;
+  int64_t recipe_id = 0;
+};
 struct PriorFailure {
   Failure failure;
   double confidence = 0;

@@ -106,6 +106,16 @@ struct Failure {
   friend bool operator==(const Failure&, const Failure&) = default;
 };
 
+// What a reviewer learned from one of the recipe's session's decisions, in words (the
+// critic's learning); offered to a later session's orchestrator, never a measurement.
+struct Note {
+  std::string source;   // "critic"
+  std::string subject;  // the decision: "c003 threads=4 REVERT"
+  std::string text;
+  std::string session_id;
+  friend bool operator==(const Note&, const Note&) = default;
+};
+
 struct Provenance {
   std::string hone_version;
   std::string session_id;
@@ -138,6 +148,7 @@ struct Recipe {
   Baseline baseline;
   std::vector<Learning> learnings;
   std::vector<Failure> failures;
+  std::vector<Note> notes;
   Provenance provenance;
   RecipeStatus status = RecipeStatus::kActive;
   std::string demoted_reason;

@@ -192,12 +192,39 @@ INSERT INTO recipe_history (recipe_id, event, session_id, hone_version, date, ob
 CREATE INDEX recipes_by_class ON recipes(framework, model_type, architecture, status);
 )sql";
 
+// v3: notes on a recipe: what a reviewer (the critic) learned from its session's
+// decisions, in words, for the next session's orchestrator.
+constexpr std::string_view kV3 = R"sql(
+CREATE TABLE recipe_notes (
+  id INTEGER PRIMARY KEY,
+  recipe_id INTEGER NOT NULL REFERENCES recipes(id) ON DELETE CASCADE,
+  source TEXT NOT NULL,
+  subject TEXT NOT NULL DEFAULT '',
+  text TEXT NOT NULL,
+  session_id TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX notes_by_recipe ON recipe_notes(recipe_id);
+)sql";
+
+constexpr std::string_view kV3Postgres = R"sql(
+CREATE TABLE recipe_notes (
+  id BIGSERIAL PRIMARY KEY,
+  recipe_id BIGINT NOT NULL REFERENCES recipes(id) ON DELETE CASCADE,
+  source TEXT NOT NULL,
+  subject TEXT NOT NULL DEFAULT '',
+  text TEXT NOT NULL,
+  session_id TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX notes_by_recipe ON recipe_notes(recipe_id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
   static const std::vector<Migration> kSteps = {
       {1, "recipes, configs, learnings, failures", kV1, kV1Postgres},
       {2, "history, demotion reason, match index", kV2, kV2Postgres},
+      {3, "notes (the critic's learnings)", kV3, kV3Postgres},
   };
   return kSteps;
 }
@@ -210,7 +237,7 @@ Result<int> SchemaVersion(Database& db) {
 }
 
 Result<int> Migrate(Database& db) {
-  static_assert(kSchemaVersion == 2, "update kSchemaVersion together with Migrations()");
+  static_assert(kSchemaVersion == 3, "update kSchemaVersion together with Migrations()");
   // Cheap check first: an up-to-date file needs no write lock.
   HONE_ASSIGN_OR_RETURN(int found, SchemaVersion(db));
   if (found == kSchemaVersion) return found;

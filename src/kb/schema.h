@@ -31,7 +31,7 @@ struct Migration {
 
 // All steps, in order; kSchemaVersion == Migrations().back().version.
 const std::vector<Migration>& Migrations();
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // The database's schema version (0 for a fresh one).
 Result<int> SchemaVersion(Database& db);

@@ -108,7 +108,7 @@ TEST_F(SchemaTest, NewerSchemaIsRefusedNotDowngraded) {
   auto store = RecipeStore::Open(path_, testing::RepoRules());
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().code, ErrorCode::kFailedPrecondition);
-  EXPECT_NE(store.error().message.find("has schema v99, newer than this hone (v2)"), std::string::npos)
+  EXPECT_NE(store.error().message.find("has schema v99, newer than this hone (v" + std::to_string(kSchemaVersion) + ")"), std::string::npos)
       << store.error().ToString();
   ASSERT_OK_AND_ASSIGN(SqliteDb db, SqliteDb::Open(path_, 1000ms));
   ASSERT_OK_AND_ASSIGN(int v, SchemaVersion(db));

@@ -169,6 +169,14 @@ Result<Recipe> RecipeStore::LoadLocked(int64_t id) {
     if (!more) break;
     r.learnings.push_back({l.Text(0), l.Text(1), l.Double(2), l.Double(3), l.Double(4), SplitTrialIds(l.Text(5))});
   }
+  HONE_ASSIGN_OR_RETURN(
+      Statement n, db_->Prepare("SELECT source, subject, text, session_id FROM recipe_notes WHERE recipe_id = ?1 ORDER BY id"));
+  HONE_TRY(n.BindAll(id));
+  while (true) {
+    HONE_ASSIGN_OR_RETURN(bool more, n.Step());
+    if (!more) break;
+    r.notes.push_back({n.Text(0), n.Text(1), n.Text(2), n.Text(3)});
+  }
   HONE_ASSIGN_OR_RETURN(Statement f,
                         db_->Prepare("SELECT id, kind, detail, trial_ids FROM failures WHERE recipe_id = ?1 ORDER BY id"));
   HONE_ASSIGN_OR_RETURN(Statement fc, db_->Prepare("SELECT knob, value FROM failure_config WHERE failure_id = ?1"));
@@ -241,6 +249,25 @@ Result<int64_t> RecipeStore::Count() {
 
 // ---- writing ----
 
+Result<int> RecipeStore::InsertNotes(int64_t id, const std::vector<Note>& notes) {
+  HONE_ASSIGN_OR_RETURN(Statement known, db_->Prepare("SELECT count(*) FROM recipe_notes WHERE recipe_id = ?1 AND "
+                                                      "source = ?2 AND text = ?3"));
+  HONE_ASSIGN_OR_RETURN(Statement ins, db_->Prepare("INSERT INTO recipe_notes (recipe_id, source, subject, text, "
+                                                    "session_id) VALUES (?1, ?2, ?3, ?4, ?5)"));
+  int added = 0;
+  for (const Note& x : notes) {
+    known.Reset();
+    HONE_TRY(known.BindAll(id, x.source, x.text));
+    HONE_ASSIGN_OR_RETURN(bool row, known.Step());
+    if (row && known.Int(0) > 0) continue;
+    ins.Reset();
+    HONE_TRY(ins.BindAll(id, x.source, x.subject, x.text, x.session_id));
+    HONE_TRY(ins.Run());
+    ++added;
+  }
+  return added;
+}
+
 Status RecipeStore::InsertChildren(int64_t id, const std::vector<Learning>& learnings,
                                    const std::vector<Failure>& failures) {
   HONE_ASSIGN_OR_RETURN(Statement l, db_->Prepare("INSERT INTO learnings (recipe_id, knob, value, effect, effect_ci_lo, "
@@ -305,6 +332,7 @@ Result<int64_t> RecipeStore::InsertLocked(const Recipe& r, const std::string& no
     HONE_TRY(c.Run());
   }
   HONE_TRY(InsertChildren(id, r.learnings, r.failures));
+  HONE_TRY(InsertNotes(id, r.notes));
   return id;
 }
 
@@ -350,6 +378,7 @@ Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const s
     }
   }
   HONE_TRY(InsertChildren(id, r.learnings, r.failures));
+  HONE_TRY(InsertNotes(id, r.notes));
   Admission a;
   a.admitted = true;
   a.updated_existing = true;
@@ -566,6 +595,20 @@ Result<std::vector<PriorFailure>> RecipeStore::Failures(const MatchQuery& query)
   return out;
 }
 
+Result<std::vector<PriorNote>> RecipeStore::Notes(const MatchQuery& query) {
+  std::lock_guard lock(mu_);
+  HONE_ASSIGN_OR_RETURN(std::vector<Candidate> cands, Candidates(query, /*include_demoted=*/false));
+  std::vector<PriorNote> out;
+  for (const Candidate& c : cands) {
+    if (!c.score || c.score->confidence < rules_.fallback.priors_min_confidence) continue;
+    HONE_ASSIGN_OR_RETURN(Recipe r, LoadLocked(c.id));
+    for (Note& n : r.notes) out.push_back({std::move(n), c.score->confidence, c.id});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const PriorNote& a, const PriorNote& b) { return a.confidence > b.confidence; });
+  return out;
+}
+
 // ---- export / import ----
 
 Result<std::string> RecipeStore::ExportJsonl() {
@@ -608,6 +651,8 @@ Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::s
   if (!new_learnings.empty()) what.push_back(std::to_string(new_learnings.size()) + " learning(s)");
   if (!new_failures.empty()) what.push_back(std::to_string(new_failures.size()) + " failure(s)");
   HONE_TRY(InsertChildren(id, new_learnings, new_failures));
+  HONE_ASSIGN_OR_RETURN(int new_notes, InsertNotes(id, in.notes));
+  if (new_notes > 0) what.push_back(std::to_string(new_notes) + " note(s)");
   int64_t new_events = 0;
   for (const HistoryEvent& e : in.history) {
     bool known = std::any_of(local.history.begin(), local.history.end(),

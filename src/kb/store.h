@@ -95,6 +95,8 @@ class RecipeStore {
   Result<std::vector<PriorLearning>> Learnings(const MatchQuery& query);
   // Failures of every recipe (demoted ones too) matching at >= priors_min_confidence.
   Result<std::vector<PriorFailure>> Failures(const MatchQuery& query);
+  // Notes of every active recipe matching at >= priors_min_confidence, best match first.
+  Result<std::vector<PriorNote>> Notes(const MatchQuery& query);
 
   // Records a warm replay. Reproduced: history + reproduce_count (at the recipe's own
   // point). Not reproduced at its own identity and workload: demoted with the reason.
@@ -125,6 +127,8 @@ class RecipeStore {
   Result<std::optional<int64_t>> FindByKey(const std::string& key);
   Result<int64_t> InsertLocked(const Recipe& r, const std::string& now);
   Status InsertChildren(int64_t id, const std::vector<Learning>& learnings, const std::vector<Failure>& failures);
+  // Adds the notes the recipe does not hold yet (same source and text); returns how many.
+  Result<int> InsertNotes(int64_t id, const std::vector<Note>& notes);
   Status AddHistory(int64_t id, const HistoryEvent& e);
   Result<Admission> UpdateLocked(int64_t id, const Recipe& r, const std::string& now);
   Result<bool> MergeLocked(int64_t id, const Recipe& incoming, const std::string& now);

@@ -86,6 +86,30 @@ TEST_F(StoreTest, PriorsComeFromEveryMatchingRecipeWithItsConfidence) {
   EXPECT_NEAR(failures[1].confidence, 0.60, 1e-12);
 }
 
+// The critic's learnings are notes on the recipe: kept with it, not repeated when the
+// same lesson comes again with a re-admission, and offered to a matching session.
+TEST_F(StoreTest, CriticNotesAreKeptOnceAndOfferedToMatchingSessions) {
+  Recipe r = TestRecipe("s-1");
+  const int64_t id = AdmitOrDie(r);
+  Recipe again = TestRecipe("s-2");
+  again.notes.push_back({"critic", "c005 ubatch_size=512 KEEP", "batching the prompt helps at ISL 512", "s-2"});
+  ASSERT_EQ(AdmitOrDie(again), id);  // the same key: an update
+  ASSERT_OK_AND_ASSIGN(Recipe stored, store_->Get(id));
+  ASSERT_EQ(stored.notes.size(), 2u);
+  EXPECT_EQ(stored.notes[0], r.notes[0]);  // the repeated lesson is stored once, from its first session
+  EXPECT_EQ(stored.notes[1].text, "batching the prompt helps at ISL 512");
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorNote> notes, store_->Notes({TestIdentity(), TestRecipe().workload}));
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_EQ(notes[0].recipe_id, id);
+  EXPECT_EQ(notes[0].confidence, 1.0);
+  EXPECT_EQ(notes[0].note.subject, "c003 threads=4 REVERT");
+  // Another framework's recipe is never a prior: no notes.
+  MatchQuery other{TestIdentity(), TestRecipe().workload};
+  other.identity.framework = "vllm";
+  ASSERT_OK_AND_ASSIGN(notes, store_->Notes(other));
+  EXPECT_TRUE(notes.empty());
+}
+
 TEST_F(StoreTest, PriorsBelowTheirThresholdAreLeftOut) {
   Recipe trace = TestRecipe();
   trace.identity.hardware = "cpu-arm64-8c";  // 0.60 ...

@@ -284,6 +284,7 @@ Result<Agents> BuildAgents(const spec::SessionSpec& spec, const std::string& run
     a.proposer = ap.get();
     proposer = std::move(ap);
     a.knob_priors = PriorLines(in.priors);
+    a.knob_priors.insert(a.knob_priors.end(), in.kb_notes.begin(), in.kb_notes.end());
   }
   if (Has(a.roles, "specialist")) {
     // The spec requires the critic with the specialist: no diff merges unsigned.

@@ -89,6 +89,7 @@ struct AgentsInputs {
   const target::KnobCatalog* catalog = nullptr;  // required
   std::vector<std::string> exclude;              // knobs the planner's domain excludes
   std::vector<search::Prior> priors;             // the knowledge base's learnings and failures
+  std::vector<std::string> kb_notes;             // its critic notes (KbNoteLines)
   agent::EnvLookup env;                          // null: the process environment
   agent::Transport* transport = nullptr;         // null: the real one
 };

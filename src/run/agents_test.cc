@@ -15,6 +15,7 @@
 #include "core/strings.h"
 #include "net/raw_server.h"
 #include "run/agents.h"
+#include "run/knowledge.h"
 #include "run/lanes.h"
 #include "run/search.h"
 #include "run/session.h"
@@ -26,6 +27,7 @@
 #include "testing/agent_endpoint.h"
 #include "testing/fake_clock.h"
 #include "testing/fake_executor.h"
+#include "testing/kb_recipes.h"
 #include "testing/patch_fixture.h"
 #include "testing/test_util.h"
 
@@ -92,13 +94,14 @@ class AgentsTest : public ::testing::Test {
   };
 
   // One whole session: the planner, and the spec's agents when asked for.
-  Run Session(const std::string& name) {
+  Run Session(const std::string& name, std::vector<std::string> kb_notes = {}) {
     Run out;
     std::string run_dir = (dir_->path() / name).string();
     EXPECT_OK(sys::EnsureDir(run_dir));
     std::unique_ptr<search::Proposer> proposer = Planner(spec_, catalog_);
     AgentsInputs in;
     in.catalog = &catalog_;
+    in.kb_notes = std::move(kb_notes);
     auto agents = BuildAgents(spec_, run_dir, ctx_, in, proposer);
     EXPECT_TRUE(agents) << (agents ? "" : agents.error().ToString());
     if (!agents) return out;
@@ -232,6 +235,62 @@ TEST_F(AgentsTest, TheOrchestratorRunsOverThePlannerAndTheSessionMeasuresItsIdea
   ASSERT_FALSE(reqs.empty());
   EXPECT_NE(reqs.front().body.find("baseline"), std::string::npos);
   EXPECT_TRUE(fs::exists(dir_->path() / "orchestrated/agent_calls.jsonl"));
+}
+
+// The critic's learning outlives its session: each reviewed candidate keeps it, the
+// admitted recipe carries it as a note in the knowledge base (a real SQLite file), and
+// the next session's orchestrator reads it among its learnings.
+TEST_F(AgentsTest, TheCriticsLearningIsANoteTheNextSessionsOrchestratorReads) {
+  auto ep = RoleEndpoint::Start();
+  ep->SetDefault("orchestrator", OpenAiJson(Ideas({})));
+  ep->SetDefault("critic", OpenAiJson({{"approve", true},
+                                       {"reason", "the pairs support it"},
+                                       {"learning", "on this host the slot count matters more than threads"}}));
+  ep->SetDefault("robustness", OpenAiJson({{"action", "reset_ideas"}, {"reason", "stuck"}}));
+  spec_.agents = Openai(*ep);
+  spec_.agents.roles = {"orchestrator", "critic"};
+  Run first = Session("first");
+  ASSERT_TRUE(first.agents);
+  const session::CandidateRecord* reviewed = nullptr;
+  for (const auto& c : first.state.candidates) {
+    if (!c.critic_learning.empty() && !reviewed) reviewed = &c;
+  }
+  ASSERT_NE(reviewed, nullptr) << "no candidate kept the critic's learning";
+  EXPECT_EQ(reviewed->critic_learning, "on this host the slot count matters more than threads");
+
+  // The close's admission: a validated best (forced here: this test is about the note).
+  session::SessionState s = first.state;
+  if (s.BestIsStock()) s.best = s.stock.Merged(Config{{"threads", "1"}});
+  s.validated = true;
+  s.validated_gain = 0.2;
+  s.validated_lo = 1.1;
+  s.validated_hi = 1.3;
+  s.validated_best_objective = 120;
+  s.validated_stock_objective = 100;
+  s.validation_verdict = Verdict::kKeep;
+  s.validation_trials = {"t20", "t21"};
+  spec_.kb.path = (dir_->path() / "kb.sqlite").string();
+  ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
+  ASSERT_TRUE(store);
+  kb::MatchQuery q{kb::testing::TestIdentity(), {.kind = "fixed", .concurrency = 4, .isl = 512, .osl = 128}};
+  std::string why;
+  auto req = AdmissionFor(s, spec_, q, {"0.1.0", "first-1", "2026-12-04T00:00:00Z"}, &why);
+  ASSERT_TRUE(req) << why;
+  ASSERT_FALSE(req->recipe.notes.empty());
+  ASSERT_OK_AND_ASSIGN(kb::Admission a, store->Admit(*req));
+  ASSERT_TRUE(a.admitted) << a.reason;
+
+  const size_t before = ep->requests().size();
+  Run second = Session("second", KbNoteLines(*store, q));
+  ASSERT_TRUE(second.agents);
+  bool read = false;
+  const auto reqs = ep->requests();
+  for (size_t i = before; i < reqs.size(); ++i) {
+    read = read || (RoleEndpoint::RoleOf(reqs[i].body) == "orchestrator" &&
+                    Contains(reqs[i].body, "note from a past session's critic on " + reviewed->id) &&
+                    Contains(reqs[i].body, "the slot count matters more than threads"));
+  }
+  EXPECT_TRUE(read) << "the second session's orchestrator never saw the note";
 }
 
 // The same measurements with an endpoint that proposes the planner's own ideas, each

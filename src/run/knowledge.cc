@@ -77,6 +77,20 @@ std::vector<search::Prior> KbPriors(kb::RecipeStore& store, const kb::MatchQuery
   return out;
 }
 
+std::vector<std::string> KbNoteLines(kb::RecipeStore& store, const kb::MatchQuery& query) {
+  std::vector<std::string> out;
+  if (auto notes = store.Notes(query)) {
+    for (const kb::PriorNote& n : *notes) {
+      char conf[32];
+      std::snprintf(conf, sizeof conf, "%.2f", n.confidence);
+      out.push_back("note from a past session's " + n.note.source + " on " + n.note.subject + ": " + n.note.text +
+                    " (recipe #" + std::to_string(n.recipe_id) + ", confidence " + conf + ")");
+      if (out.size() >= 12) break;
+    }
+  }
+  return out;
+}
+
 std::string ReplayWords(const kb::ReplayVerdict& v) {
   if (v.reproduced) return std::string(v.same_point ? "reproduced" : "transferred") + ": " + v.reason;
   return v.same_point ? "did not reproduce, recipe demoted: " + v.reason
@@ -189,6 +203,11 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
       f.detail = c.reason.substr(0, 300);
       f.trial_ids = c.candidate_trials.empty() ? std::vector<std::string>{c.screen_trial} : c.candidate_trials;
       r.failures.push_back(f);
+    }
+    // What the critic learned from the decision, in its words: a note, not a measurement.
+    if (!c.critic_learning.empty()) {
+      r.notes.push_back({"critic", c.id + " " + c.Change() + " " + std::string(VerdictName(c.verdict)),
+                         c.critic_learning.substr(0, 300), provenance.session_id});
     }
   }
   r.provenance = provenance;

@@ -42,6 +42,8 @@ Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSp
 // The knowledge base's experience with this identity and workload, as search priors:
 // learnings with their effects, failures (a failure of several knobs blames each in part).
 std::vector<search::Prior> KbPriors(kb::RecipeStore& store, const kb::MatchQuery& query);
+// The critic's notes of matching recipes, one line each (at most 12), for the orchestrator.
+std::vector<std::string> KbNoteLines(kb::RecipeStore& store, const kb::MatchQuery& query);
 
 // How the knowledge base judged a replay, in the words the report shows.
 std::string ReplayWords(const kb::ReplayVerdict& v);

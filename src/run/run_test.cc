@@ -175,6 +175,7 @@ TEST_F(RunTest, TheCloseAdmitsOnlyAValidatedBestWithWhatTheCandidatesTaught) {
                   Candidate("c7", Config{{"mlock", "on"}}, Verdict::kLaunchFailed, "bad_flag")};
   s.candidates[6].candidate_trials.clear();
   s.candidates[6].screen_trial = "t9";
+  s.candidates[4].critic_learning = "one thread leaves a core idle";  // c5 threads=1 REVERT
   // Validated on a patched build: the knobs alone did not make the gain.
   s.server_binary = "/run/bin/llama-server-s1-more-default-slots";
   s.run_dir = "/run";
@@ -199,6 +200,9 @@ TEST_F(RunTest, TheCloseAdmitsOnlyAValidatedBestWithWhatTheCandidatesTaught) {
   EXPECT_EQ(req->recipe.failures[3].kind, kb::FailureKind::kBadFlag);
   EXPECT_EQ(req->recipe.failures[3].trial_ids, std::vector<std::string>{"t9"});  // its screening trial
   EXPECT_EQ(req->recipe.provenance.session_id, "t-1");
+  // What the critic learned is a note on the recipe, naming the decision it came from.
+  ASSERT_EQ(req->recipe.notes.size(), 1u);
+  EXPECT_EQ(req->recipe.notes[0], (kb::Note{"critic", "c5 threads=1 REVERT", "one thread leaves a core idle", "t-1"}));
   s.close_accuracy = "FAIL: token agreement 50%";
   s.validation_verdict = Verdict::kInconclusive;
   req = AdmissionFor(s, spec_, q, {}, &why);
@@ -245,6 +249,11 @@ TEST_F(RunTest, TheKnowledgeBaseGivesPriorsAndAWarmStart) {
   }
   EXPECT_GT(ubatch_share, 0);
   EXPECT_DOUBLE_EQ(ubatch_share, batch_share);  // a failure of two knobs blames each in part
+  // The critic's notes reach the orchestrator as lines with their recipe and confidence.
+  const std::vector<std::string> notes = KbNoteLines(*store, q);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0], "note from a past session's critic on c003 threads=4 REVERT: threads past the core count slowed "
+                      "decode (recipe #1, confidence 1.00)");
   auto matched = warm.Match(&explanation);
   ASSERT_TRUE(matched) << explanation;
   EXPECT_DOUBLE_EQ(matched->recorded_gain, 0.2);

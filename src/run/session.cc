@@ -168,7 +168,10 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   AgentsInputs agent_inputs;
   agent_inputs.catalog = &w->engine.adapter->catalog();
   agent_inputs.exclude = PlannerOptionsFor(spec, w->engine.base_precision).domain.exclude;
-  if (w->kb) agent_inputs.priors = KbPriors(*w->kb, w->kb_query);
+  if (w->kb) {
+    agent_inputs.priors = KbPriors(*w->kb, w->kb_query);
+    agent_inputs.kb_notes = KbNoteLines(*w->kb, w->kb_query);
+  }
   HONE_ASSIGN_OR_RETURN(w->agents, BuildAgents(spec, run_dir, ctx, agent_inputs, w->proposer));
   HONE_ASSIGN_OR_RETURN(w->enablement,
                         EnablementLadder::Load(ctx.data_dir + "/data/enablement.yaml", spec.target.adapter));

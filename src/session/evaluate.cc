@@ -144,6 +144,7 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
     if (review) {
       c.critic = std::string(review->approve ? "approved" : "refused") + ": " + review->reason +
                  (review->learning.empty() ? "" : " (learning: " + review->learning + ")");
+      c.critic_learning = review->learning;
       ledger_.Event("critic", {{"candidate", c.id},
                                {"approve", review->approve ? "true" : "false"},
                                {"reason", review->reason},

@@ -64,6 +64,7 @@ struct CandidateRecord {
   bool accuracy_passed = true;
   double predicted_gain = 0;  // a proposer's or agent's claim (never a result)
   std::string critic;           // the critic's review of the verdict ("" = none)
+  std::string critic_learning;  // the lesson it drew (the knowledge base keeps it as a note)
   // The SLOs on the requests pooled over its screening and B trials ("" = not
   // checked: no SLO, or not measured far enough); slo_excess: the largest relative
   // miss (0 = met; -1 = not checked).

@@ -178,6 +178,7 @@ json CandidateJson(const CandidateRecord& c) {
           {"accuracy_passed", c.accuracy_passed},
           {"predicted_gain", c.predicted_gain},
           {"critic", c.critic},
+          {"critic_learning", c.critic_learning},
           {"slo", c.slo},
           {"slo_excess", c.slo_excess},
           {"patch", c.patch},
@@ -215,6 +216,7 @@ CandidateRecord CandidateFrom(const json& j) {
   c.accuracy_passed = j.value("accuracy_passed", true);
   c.predicted_gain = j.value("predicted_gain", 0.0);
   c.critic = j.value("critic", "");
+  c.critic_learning = j.value("critic_learning", "");
   c.slo = j.value("slo", "");
   c.slo_excess = j.value("slo_excess", -1.0);
   c.patch = j.value("patch", "");

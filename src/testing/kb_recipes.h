@@ -32,6 +32,7 @@ inline Recipe TestRecipe(const std::string& session = "s-1") {
   r.learnings = {{"threads", "2", 0.15, 0.10, 0.20, {"t-3"}}, {"flash_attn", "on", 0.04, 0.01, 0.07, {"t-5"}}};
   r.failures = {{Config{{"cache_type_v", "q4_0"}}, FailureKind::kCrashed, "context_create: V cache needs flash_attn",
                  {"t-4"}}};
+  r.notes = {{"critic", "c003 threads=4 REVERT", "threads past the core count slowed decode", session}};
   r.provenance = {.hone_version = "0.1.0", .session_id = session, .date = "2026-01-02T03:04:05Z"};
   return r;
 }
