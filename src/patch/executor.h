@@ -104,6 +104,9 @@ class PatchExecutor {
   const std::vector<PatchRecord>& records() const { return records_; }
   const std::string& accepted_commit() const { return accepted_; }
   std::string accepted_branch() const { return options_.branch_prefix + "/accepted"; }
+  // The longest the next builds may take (0: the rules' limit alone); a session sets it
+  // to what its budget has left for a build.
+  void SetBuildTimeout(std::chrono::seconds s) { options_.build_timeout = s; }
   // The commit holding the live tree's uncommitted changes ("" when it was clean).
   const std::string& live_snapshot() const { return live_snapshot_; }
   const std::filesystem::path& build_dir() const { return build_dir_; }

@@ -477,6 +477,13 @@ class FakePatchLane final : public PatchLane {
   }
   Result<PatchResult> Try(const PatchIdea& idea, const std::function<Result<bool>(const std::string&)>& measure) override {
     tried.push_back(idea.id);
+    if (build_s > 0) {  // a build of build_s seconds, stopped at the limit it was given
+      const double limit = limits.empty() ? build_s : std::min(build_s, static_cast<double>(limits.back().count()));
+      clock->AdvanceSeconds(limit);
+      if (limit < build_s) {
+        return PatchResult{PatchStatus::kBuildFailed, "build timed out", "", "1 file", "build.timeout", limit};
+      }
+    }
     if (idea.id == "broken") {
       return PatchResult{PatchStatus::kBuildFailed, "compile error in server.cpp", "", "1 file", "build.failed", 3};
     }
@@ -484,8 +491,40 @@ class FakePatchLane final : public PatchLane {
     return PatchResult{keep ? PatchStatus::kKept : PatchStatus::kReverted, keep ? "committed" : "reset",
                        keep ? "/kept/" + idea.id : "", "1 file changed", "", 5};
   }
+  void LimitBuild(std::chrono::seconds s) override { limits.push_back(s); }
   std::vector<std::string> tried;
+  std::vector<std::chrono::seconds> limits;
+  double build_s = 0;
+  testing::FakeClock* clock = nullptr;
 };
+
+// A first build is priced at nothing, and a cold llama.cpp build takes minutes: the
+// lane is told how long the build may run (what the budget leaves after the patch's
+// trials and the close), and a build that would run past it is stopped and recorded,
+// so the session still ends within its budget.
+TEST_F(CoordinatorTest, APatchBuildIsBoundedByTheBudgetLeft) {
+  exec_.binary_factors = {{"/builds/fast/llama-server", 1.25}, {"/kept/fast", 1.25}};
+  ListProposer p({});
+  FakePatchLane lane;
+  lane.build_s = 900;  // a cold build, longer than the whole budget
+  lane.clock = &clock_;
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.patches = &lane;
+  spec::SessionSpec spec = Spec(600);
+  const int64_t start = clock_.WallMicros();
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  auto s = c.Run();
+  ASSERT_OK(s);
+  ASSERT_FALSE(lane.limits.empty());
+  EXPECT_LT(lane.limits.front().count(), 600);
+  ASSERT_FALSE(s->candidates.empty());
+  EXPECT_EQ(s->candidates[0].verdict, Verdict::kBuildFailed);
+  EXPECT_NE(s->candidates[0].reason.find("build timed out"), std::string::npos) << s->candidates[0].reason;
+  EXPECT_LE(static_cast<double>(clock_.WallMicros() - start) * 1e-6, 600 * 1.02) << "the build ran past the budget";
+}
 
 TEST_F(CoordinatorTest, PatchesAreMeasuredAndKeptOnlyWhenFaster) {
   exec_.binary_factors = {{"/builds/fast/llama-server", 1.25}, {"/kept/fast", 1.25}, {"/builds/slow/llama-server", 1.25 * 0.97}};

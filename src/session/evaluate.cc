@@ -209,6 +209,11 @@ Status Coordinator::TryPatches() {
     // A patch costs a rebuild (priced at the builds so far) before its trials.
     const double est_build = state_.builds_run > 0 ? state_.build_seconds_total / state_.builds_run : 0.0;
     if (ledger_.Stopping() || !ledger_.CanAfford(1 + 2 * spec_.measurement.min_pairs, est_build)) break;
+    // The build itself is bounded by what is left for it: a build that would not finish
+    // in time is stopped and recorded, never allowed to run past the budget.
+    const double build_room = ledger_.LeftBeyond(1 + 2 * spec_.measurement.min_pairs);
+    if (build_room < 1) break;
+    services_.patches->LimitBuild(std::chrono::seconds(static_cast<int64_t>(build_room)));
     search::Candidate cand{"patch:" + idea.id, idea.title, Config{}, "source patch " + idea.id, 0};
     CandidateRecord& c = ledger_.NewCandidate(CandidatePhase::kFramework, cand, state_.best);
     c.patch = idea.id;

@@ -79,6 +79,10 @@ double Ledger::CloseReserve() const {
   return std::max(EstTrial(), state_.longest_trial_s) * 2 * pairs * 1.15 + accuracy + 5.0 + 0.02 * spec_.budget.wall_s;
 }
 
+double Ledger::LeftBeyond(int trials) const {
+  return (Left() - CloseReserve()) / 1.15 - trials * EstTrial();
+}
+
 bool Ledger::CanAffordAccuracy() const {
   if (state_.phase == Phase::kClose) return !sys::InterruptRequested() && Left() >= EstAccuracy() + 5.0;
   return Left() - CloseReserve() >= EstAccuracy() * 1.15;

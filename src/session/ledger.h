@@ -46,6 +46,9 @@ class Ledger final : public TrialRunner {
   bool CanAfford(int trials) const override { return CanAfford(trials, 0); }
   // The rule with `extra_s` more seconds of other work first (a rebuild).
   bool CanAfford(int trials, double extra_s) const;
+  // Seconds left for work other than `trials` trials, after the close's reserve (what a
+  // rebuild may take before those trials): the largest extra_s CanAfford allows.
+  double LeftBeyond(int trials) const;
   // The same rule for one accuracy check (the gate's probes and its KL divergence run),
   // whose cost is estimated from the checks run so far.
   bool CanAffordAccuracy() const;

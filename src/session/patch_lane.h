@@ -86,6 +86,7 @@ class ExecutorPatchLane final : public PatchLane {
   std::vector<PatchIdea> Pending(const SessionState& state) override;
   Result<PatchResult> Try(const PatchIdea& idea,
                           const std::function<Result<bool>(const std::string& binary)>& measure) override;
+  void LimitBuild(std::chrono::seconds s) override { executor_->SetBuildTimeout(s); }
   const patch::PatchExecutor& executor() const { return *executor_; }
   const policy::Gate& gate() const { return *gate_; }
 

@@ -5,6 +5,7 @@
 // built by src/run/, the fakes live in src/testing/.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -79,6 +80,10 @@ class PatchLane {
   // and commits or reverts accordingly.
   virtual Result<PatchResult> Try(const PatchIdea& idea,
                                   const std::function<Result<bool>(const std::string& binary)>& measure) = 0;
+  // The longest the next Try's build may run: what the session's budget has left for it
+  // after the patch's trials and the close (the budget is hard; a first build is priced
+  // at nothing, and a cold llama.cpp build takes minutes).
+  virtual void LimitBuild(std::chrono::seconds) {}
 };
 
 // Writes the report, summary and knowledge-base recipe at close.
