@@ -285,8 +285,7 @@ Result<PatchRecord> PatchExecutor::Run(const Proposal& proposal, const policy::P
     double limit_s = rules.build_timeout.seconds;
     if (options_.build_timeout.count() > 0)
       limit_s = std::min(limit_s, static_cast<double>(options_.build_timeout.count()));
-    BuildPaths paths{wt->path(), build_dir_, slot_, options_.work_root / "logs" / (proposal.id + ".build.log"),
-                     options_.jobs};
+    BuildPaths paths{wt->path(), build_dir_, slot_, BuildLogPath(proposal.id), options_.jobs};
     BuildResult b = RunBuild(options_.recipe, paths, std::chrono::milliseconds(static_cast<int64_t>(limit_s * 1000)),
                              options_.runner != nullptr ? *options_.runner : sys::DefaultProcessRunner(), clock);
     rec.build_seconds = b.seconds;

@@ -104,6 +104,10 @@ class PatchExecutor {
   const std::vector<PatchRecord>& records() const { return records_; }
   const std::string& accepted_commit() const { return accepted_; }
   std::string accepted_branch() const { return options_.branch_prefix + "/accepted"; }
+  // Where proposal `id`'s build output goes (appended per build).
+  std::filesystem::path BuildLogPath(const std::string& id) const {
+    return options_.work_root / "logs" / (id + ".build.log");
+  }
   // The longest the next builds may take (0: the rules' limit alone); a session sets it
   // to what its budget has left for a build.
   void SetBuildTimeout(std::chrono::seconds s) { options_.build_timeout = s; }

@@ -106,7 +106,7 @@ bool Ledger::CanAfford(int trials, double extra_s) const {
            Left() - extra_s >= trials * std::max(EstTrial(), state_.longest_trial_s) + 5.0;
   }
   if (spec_.budget.max_trials > 0 && state_.trials_run + trials > spec_.budget.max_trials) return false;
-  return Left() - CloseReserve() - extra_s * 1.15 >= trials * EstTrial() * 1.15;
+  return LeftBeyond(trials) >= extra_s;
 }
 
 bool Ledger::Stopping() const {

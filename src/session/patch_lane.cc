@@ -10,13 +10,21 @@ namespace hone::session {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// `text` with every character but letters, digits, '-' and '_' made a '-' (git ref and
+// file name safe).
+std::string SafeName(std::string_view text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '-';
+  return out;
+}
+
+}  // namespace
+
 std::string BranchPrefix(const std::string& run_dir) {
   const fs::path abs = fs::absolute(run_dir).lexically_normal();
-  std::string name;
-  for (char c : abs.filename().string()) {
-    name += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '-';
-  }
-  return "hone-" + name.substr(0, 40) + "-" + sys::Sha256Hex(abs.string()).substr(0, 8);
+  return "hone-" + SafeName(abs.filename().string()).substr(0, 40) + "-" + sys::Sha256Hex(abs.string()).substr(0, 8);
 }
 
 Result<std::unique_ptr<ExecutorPatchLane>> ExecutorPatchLane::Create(PatchLaneOptions options) {
@@ -46,9 +54,7 @@ void ExecutorPatchLane::Say(const std::string& line) const {
 
 std::string ExecutorPatchLane::IdFor(size_t index) const {
   std::string stem = fs::path(options_.diff_files[index]).stem().string();
-  std::string id = "p" + std::to_string(index + 1) + "-";
-  for (char c : stem) id += std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ? c : '-';
-  return id.substr(0, 60);
+  return ("p" + std::to_string(index + 1) + "-" + SafeName(stem)).substr(0, 60);
 }
 
 std::vector<PatchIdea> ExecutorPatchLane::Pending(const SessionState& state) {
@@ -165,8 +171,8 @@ Result<PatchResult> ExecutorPatchLane::Run(const patch::Proposal& proposal, poli
   }
   std::string kept_binary;
   if (decision.allowed) {
-    Say(proposal.id + ": building " + options_.recipe.name + " (log " +
-        (fs::path(options_.run_dir) / "patch" / "logs" / (proposal.id + ".build.log")).string() + ")");
+    Say(proposal.id + ": building " + options_.recipe.name + " (log " + executor_->BuildLogPath(proposal.id).string() +
+        ")");
   }
   auto measure_fn = [&](const patch::BuiltTree& tree) -> Result<patch::Measurement> {
     out.build_seconds = tree.build_seconds;
