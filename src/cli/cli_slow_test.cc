@@ -380,5 +380,71 @@ measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3}
   EXPECT_NE(bad.output.find("one source of trials"), std::string::npos) << bad.output;
 }
 
+// The power on live trials (issue 18.6): with --candidate the candidate arm launches the
+// stock with a real change; the change's effect is measured first (paired, no verdict)
+// and over the decisions' pairs, and the share of KEEPs is reported as the power at it.
+TEST_F(CliLlamaTest, LivePowerDecisionsLaunchTheCandidatesRealChange) {
+  std::string f16 = Path("power-tiny.gguf");
+  ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
+  std::string spec = R"(name: power
+target:
+  model: )" + f16 + R"(
+  base_config: {parallel: "1"}
+workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3, screen: false}
+)";
+  ASSERT_OK(sys::WriteFileAtomic(Path("power.yaml"), spec));
+  const std::string run_dir = Path("power-trials");
+  auto r = RunHone({"search", "noise", "--live", Path("power.yaml"), "--candidate", "parallel=2", "--reference-pairs",
+                    "3", "--decisions", "1", "--run-dir", run_dir},
+                   300s);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+  EXPECT_NE(r.output.find("the candidate is the stock parallel=1 with parallel=2"), std::string::npos) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex("the change's effect, measured first: ([-+][0-9.]+)% \\[95% CI "
+                                                        "[-+][0-9.]+%, [-+][0-9.]+%\\] over 3 pairs")))
+      << r.output;
+  const std::string reference_gain = m[1];
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("the change's effect over the decisions' pairs: [-+][0-9.]+% "
+                                                     "\\[95% CI [-+][0-9.]+%, [-+][0-9.]+%\\] over 3 pairs")))
+      << r.output;
+  // The power's label carries the change and its measured effect (to one decimal).
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("parallel=2 [-+][0-9]+\\.[0-9]% \\(power\\) KEEP +[01] / 1 = ")))
+      << r.output;
+  EXPECT_EQ(r.output.find("A/A (false keeps)"), std::string::npos) << r.output;
+  // 3 reference pairs, then the decision: 3 A/A pairs (more while they differ by
+  // > 10%) and 3 compared pairs. The candidate's trials launch the change, every other
+  // trial the stock.
+  int candidates = 0, others = 0;
+  for (const auto& t : std::filesystem::directory_iterator(run_dir + "/trials")) {
+    std::string config = sys::ReadFile(t.path() / "config.json").value_or("");
+    std::string cmd = sys::ReadFile(t.path() / "command.txt").value_or("");
+    ASSERT_FALSE(cmd.empty()) << t.path();
+    if (config.find("\"role\": \"candidate\"") != std::string::npos) {
+      ++candidates;
+      EXPECT_NE(cmd.find("--parallel 2"), std::string::npos) << cmd;
+    } else {
+      ++others;
+      EXPECT_NE(cmd.find("--parallel 1"), std::string::npos) << cmd;
+    }
+  }
+  EXPECT_EQ(candidates, 6);
+  EXPECT_GE(others, 3 + 6 + 3);
+  // Bad input is one line each.
+  auto no_eq = RunHone({"search", "noise", "--live", Path("power.yaml"), "--candidate", "parallel"});
+  EXPECT_NE(no_eq.status.code, 0);
+  EXPECT_NE(no_eq.output.find("--candidate wants knob=value"), std::string::npos) << no_eq.output;
+  auto unknown = RunHone({"search", "noise", "--live", Path("power.yaml"), "--candidate", "no_such_knob=1"});
+  EXPECT_NE(unknown.status.code, 0);
+  EXPECT_NE(unknown.output.find("no_such_knob"), std::string::npos) << unknown.output;
+  auto same = RunHone({"search", "noise", "--live", Path("power.yaml"), "--candidate", "parallel=1"});
+  EXPECT_NE(same.status.code, 0);
+  EXPECT_NE(same.output.find("changes nothing"), std::string::npos) << same.output;
+  auto replay = RunHone({"search", "noise", "--surface", "x.json", "--candidate", "parallel=2"});
+  EXPECT_NE(replay.status.code, 0);
+  EXPECT_NE(replay.output.find("are for --live"), std::string::npos) << replay.output;
+}
+
 }  // namespace
 }  // namespace hone

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "core/rng.h"
@@ -69,6 +70,8 @@ struct SearchOpts {
   int decisions = 400;
   std::string live;  // a session spec: A/A decisions on live trials of its server
   std::vector<double> effects;  // true gains for the power (default 0.03, 0.10)
+  std::vector<std::string> change;  // --live: knob=value, the candidate's real change (none: A/A)
+  int reference_pairs = -1;         // --live with a change: pairs measuring its effect first (default 20)
   // both
   std::string out;
   uint64_t seed = 1;
@@ -402,19 +405,25 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
 }
 
 // Live trials for the false-keep measurement: both arms launch the spec's stock
-// configuration at its operating point; the "candidate" is the stock under another
-// name (an A/A candidate), so every KEEP is a false keep.
+// configuration at its operating point. The "candidate" arm (its config has the knob
+// "candidate") launches the stock under another name (an A/A candidate: every KEEP is
+// a false keep) or, with --candidate, the stock with a real change (the power).
 class LiveRunner final : public session::TrialRunner {
  public:
-  LiveRunner(measure::TrialExecutor& executor, Config stock, measure::OperatingPoint point, int& next_trial)
-      : executor_(executor), stock_(std::move(stock)), point_(point), next_trial_(next_trial) {}
+  LiveRunner(measure::TrialExecutor& executor, Config stock, Config candidate, measure::OperatingPoint point,
+             int& next_trial)
+      : executor_(executor),
+        stock_(std::move(stock)),
+        candidate_(std::move(candidate)),
+        point_(point),
+        next_trial_(next_trial) {}
   Result<measure::TrialOutcome> RunTrial(const session::Arm& arm, const measure::OperatingPoint&) override {
     measure::TrialRequest req;
     char id[16];
     std::snprintf(id, sizeof id, "t%05d", ++next_trial_);
     req.id = id;
     req.role = arm.role;
-    req.config = stock_;
+    req.config = arm.config.Has("candidate") ? candidate_ : stock_;
     req.point = point_;
     return executor_.Run(req);
   }
@@ -424,10 +433,19 @@ class LiveRunner final : public session::TrialRunner {
 
  private:
   measure::TrialExecutor& executor_;
-  Config stock_;
+  Config stock_, candidate_;
   measure::OperatingPoint point_;
   int& next_trial_;
 };
+
+std::string EffectText(const lab::EffectEstimate& e) {
+  if (e.pairs == 0) return "no pairs";
+  if (e.pairs == 1) return (e.gain >= 0 ? "+" : "") + std::to_string(e.gain * 100) + "% over 1 pair (no interval)";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%+.2f%% [95%% CI %+.2f%%, %+.2f%%] over %d pairs", e.gain * 100, e.lo * 100,
+                e.hi * 100, e.pairs);
+  return buf;
+}
 
 int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
   auto spec = spec::LoadSessionSpec(o.live, bench::MetricNames());
@@ -442,6 +460,22 @@ int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
   if (!wiring) return ReportError(wiring.error());
   run::SessionWiring& w = **wiring;
   const Config stock = spec->target.base_config;
+  Config candidate = stock;
+  Config change;
+  for (const std::string& c : o.change) {
+    size_t eq = c.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == c.size()) {
+      return ReportError(InvalidArgument("--candidate wants knob=value: " + c).error());
+    }
+    change.Set(c.substr(0, eq), c.substr(eq + 1));
+    candidate.Set(c.substr(0, eq), c.substr(eq + 1));
+  }
+  if (!change.empty()) {
+    if (auto v = w.engine.adapter->catalog().Validate(candidate); !v) return ReportError(v.error());
+    if (candidate == stock) return ReportError(InvalidArgument("--candidate changes nothing: " + change.ToString()).error());
+  }
+  const bool aa = change.empty();
+  const int reference_pairs = o.reference_pairs >= 0 ? o.reference_pairs : (aa ? 0 : 20);
   const measure::OperatingPoint point{spec->workload.concurrency, spec->workload.isl, spec->workload.osl};
   lab::FalseKeepOptions fo;
   fo.measurement = spec->measurement;
@@ -458,18 +492,49 @@ int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%s: live trials of %s %s (%s) on %s, %s c%d isl%lld osl%lld; the candidate is the stock "
-                "%s under another name; each decision: A/A prelude, screen, sequential pairs, Decide (the spec's "
+                "%s %s%s; each decision: A/A prelude, screen, sequential pairs, Decide (the spec's "
                 "measurement settings); trials in %s\n",
                 o.live.c_str(), spec->target.adapter.c_str(), w.engine.provisioned.version.c_str(),
                 w.engine.model_name.c_str(), w.machine.Slug().c_str(), spec->objective.metric.c_str(),
                 point.concurrency, static_cast<long long>(point.isl), static_cast<long long>(point.osl),
-                stock.empty() ? "(engine defaults)" : stock.ToString().c_str(), run_dir.c_str());
+                stock.empty() ? "(engine defaults)" : stock.ToString().c_str(),
+                aa ? "under another name" : "with ", aa ? "" : change.ToString().c_str(), run_dir.c_str());
   print(buf);
+  int measured_pairs = 0;
+  auto make_runner = [&](int) -> std::unique_ptr<session::TrialRunner> {
+    return std::make_unique<LiveRunner>(*w.executor, stock, candidate, point, next_trial);
+  };
+  // The change's effect, measured apart from the decisions: paired trials, stock then
+  // candidate, no verdict. The decisions' power is read against it.
+  std::optional<lab::EffectEstimate> reference;
+  if (reference_pairs > 0) {
+    std::vector<std::string> a_ids, b_ids;
+    std::vector<double> a, b;
+    session::PairLog log(a_ids, a, b_ids, b);
+    session::PairPlan plan;
+    plan.a = {measure::TrialRole::kIncumbent, Config{}, ""};
+    plan.b = {measure::TrialRole::kCandidate, Config{{"candidate", "reference"}}, ""};
+    plan.point = point;
+    plan.min_pairs = plan.max_pairs = reference_pairs;
+    auto runner = make_runner(-1);
+    auto done = session::RunComparison(*runner, plan, log);
+    if (!done) return ReportError(done.error());
+    std::vector<double> ratios;
+    for (int i = 0; i < log.pairs(); ++i) {
+      if (a[static_cast<size_t>(i)] > 0) ratios.push_back(b[static_cast<size_t>(i)] / a[static_cast<size_t>(i)]);
+    }
+    measured_pairs = log.pairs();
+    reference = lab::PairedEffect(ratios);
+    print("  the change's effect, measured first: " + EffectText(*reference) + "\n");
+    if (reference->pairs < 2) {
+      return ReportError(Error{ErrorCode::kFailedPrecondition,
+                               "the reference pairs did not measure (" + std::to_string(measured_pairs) +
+                                   " of " + std::to_string(reference_pairs) + " pairs valid); see " + run_dir,
+                               {}});
+    }
+  }
   auto r = lab::MeasureKeepsWith(
-      [&](int) -> std::unique_ptr<session::TrialRunner> {
-        return std::make_unique<LiveRunner>(*w.executor, stock, point, next_trial);
-      },
-      fo,
+      make_runner, fo,
       [&](const lab::DecisionNote& n) {
         std::snprintf(buf, sizeof buf, "  decision %3d/%d: %-13s gain %+6.2f%%, %d pairs, noise floor %.1f%% (%d trials, %.0f s)\n",
                       n.index + 1, o.decisions, std::string(VerdictName(n.verdict)).c_str(), n.gain * 100, n.pairs,
@@ -477,10 +542,18 @@ int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
         print(buf);
       });
   if (!r) return ReportError(r.error());
+  const lab::EffectEstimate pooled = lab::PairedEffect(r->pair_ratios);
+  print("  the change's effect over the decisions' pairs: " + EffectText(pooled) + "\n");
+  std::string label = "A/A (false keeps)";
+  if (!aa) {
+    const lab::EffectEstimate& known = reference ? *reference : pooled;
+    std::snprintf(buf, sizeof buf, "%s %+.1f%% (power)", change.ToString().c_str(), known.gain * 100);
+    label = buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "  %-22s KEEP %4d / %d = %5.1f%% [95%% CI %.1f%%, %.1f%%]  (screened out %d, revert %d, "
                 "inconclusive %d; %.1f pairs per comparison; noise floor %.1f%%; %d live trials in %.0f s)\n",
-                "A/A (false keeps)", r->keeps, r->decisions, r->rate * 100, r->lo * 100, r->hi * 100, r->screened_out,
+                label.c_str(), r->keeps, r->decisions, r->rate * 100, r->lo * 100, r->hi * 100, r->screened_out,
                 r->reverts, r->inconclusive, r->mean_pairs, r->mean_noise_floor * 100, next_trial,
                 ctx.clock->MonoSeconds() - start);
   print(buf);
@@ -496,6 +569,9 @@ int RunNoise(const SearchOpts& o, const Context& ctx) {
     return RunLiveNoise(o, ctx);
   }
   if (o.surfaces.empty()) return ReportError(InvalidArgument("noise needs --surface FILE or --live SPEC").error());
+  if (!o.change.empty() || o.reference_pairs >= 0) {
+    return ReportError(InvalidArgument("--candidate and --reference-pairs are for --live (a recorded replay takes --effect)").error());
+  }
   std::vector<double> effects = o.effects.empty() ? std::vector<double>{0.03, 0.10} : o.effects;
   std::string all;
   auto print = [&](const std::string& line) {
@@ -583,7 +659,13 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
       "False-keep rate and power of the session's decision protocol on recorded trial noise, or on live trials (A/A)");
   noise->add_option("--surface", o->surfaces, "Surface file with repeated points (repeat for several)");
   noise->add_option("--live", o->live,
-                    "Session spec: A/A decisions on live trials of its server (the stock under another name)");
+                    "Session spec: decisions on live trials of its server (A/A: the stock under another name)");
+  noise->add_option("--candidate", o->change,
+                    "--live: knob=value (repeat): the candidate is the stock with this real change (the power); "
+                    "its effect is measured first");
+  noise->add_option("--reference-pairs", o->reference_pairs,
+                    "--live --candidate: paired trials measuring the change's effect before the decisions "
+                    "(default 20, 0 = none)");
   noise->add_option("--run-dir", o->run_dir, "--live: trial directories (default hone-runs/noise-live)");
   noise->add_option("--decisions", o->decisions, "Independent decisions per effect (default 400)");
   noise->add_option("--effect", o->effects, "True relative gain for the power (repeat; default 0.03 and 0.10)");

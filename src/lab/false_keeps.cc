@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "core/check.h"
@@ -36,6 +37,31 @@ void WilsonInterval(int k, int n, double& lo, double& hi) {
   const double half = z * std::sqrt(p * (1 - p) / nn + z * z / (4 * nn * nn)) / (1 + z * z / nn);
   lo = std::max(0.0, centre - half);
   hi = std::min(1.0, centre + half);
+}
+
+EffectEstimate PairedEffect(const std::vector<double>& ratios, double confidence) {
+  EffectEstimate e;
+  std::vector<double> logs;
+  for (double r : ratios) {
+    if (r > 0 && std::isfinite(r)) logs.push_back(std::log(r));
+  }
+  e.pairs = static_cast<int>(logs.size());
+  if (logs.empty()) return e;
+  double mean = 0;
+  for (double l : logs) mean += l;
+  mean /= static_cast<double>(logs.size());
+  e.gain = std::exp(mean) - 1;
+  if (logs.size() < 2) {
+    e.hi = std::numeric_limits<double>::infinity();
+    return e;
+  }
+  double ss = 0;
+  for (double l : logs) ss += (l - mean) * (l - mean);
+  const double n = static_cast<double>(logs.size());
+  const double half = measure::StudentT(confidence, static_cast<int>(logs.size()) - 1) * std::sqrt(ss / (n - 1) / n);
+  e.lo = std::exp(mean - half) - 1;
+  e.hi = std::exp(mean + half) - 1;
+  return e;
 }
 
 namespace {
@@ -146,6 +172,9 @@ Result<FalseKeepResult> MeasureKeepsWith(const std::function<std::unique_ptr<ses
       HONE_ASSIGN_OR_RETURN(comparison, session::RunComparison(runner, plan, log));
       ++compared;
       pairs += log.pairs();
+      for (int i = 0; i < log.pairs(); ++i) {
+        if (a[static_cast<size_t>(i)] > 0) out.pair_ratios.push_back(b[static_cast<size_t>(i)] / a[static_cast<size_t>(i)]);
+      }
       decision_pairs = log.pairs();
     }
     const session::Decision decision = session::Decide(comparison, vetoes);

@@ -1,7 +1,8 @@
 // False keeps, measured: how often hone's decision protocol keeps a candidate that is
 // identical to its incumbent (an A/A candidate under another name), and how often it
 // keeps one with a known small true gain (the power), on recorded trial noise, or (A/A
-// only) on live trials of a real server (`hone search noise --live SPEC`).
+// or with a real change) on live trials of a real server (`hone search noise --live SPEC
+// [--candidate knob=value ...]`).
 //
 // Each decision is one fresh session's worth of protocol, run through the session's
 // own code, not a replica of it: the A/A prelude (session::RunComparison without a
@@ -51,7 +52,17 @@ struct FalseKeepResult {
   double lo = 0, hi = 0;     // its 95% Wilson interval
   double mean_pairs = 0;     // pairs per decision that reached the comparison
   double mean_noise_floor = 0;
+  std::vector<double> pair_ratios;  // candidate / incumbent of every compared pair, all decisions
 };
+
+// A true effect estimated from paired ratios (candidate / incumbent): the geometric
+// mean ratio minus 1 and its Student-t interval on the log ratios. With fewer than two
+// ratios the interval is unbounded (lo = -1, hi = +inf).
+struct EffectEstimate {
+  int pairs = 0;
+  double gain = 0, lo = -1, hi = 0;
+};
+EffectEstimate PairedEffect(const std::vector<double>& ratios, double confidence = 0.95);
 
 // Runs `decisions` independent decisions on the residuals (non-empty).
 FalseKeepResult MeasureKeeps(const std::vector<double>& residuals, const FalseKeepOptions& options);

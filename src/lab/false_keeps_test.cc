@@ -29,6 +29,42 @@ TEST(FalseKeepsTest, AClearTrueGainIsKept) {
   EXPECT_GE(r.rate, 0.95);
 }
 
+// Every compared pair's ratio is kept, so a known effect can be read back from them.
+TEST(FalseKeepsTest, ThePooledPairsEstimateTheTrueEffect) {
+  FalseKeepOptions o;
+  o.decisions = 50;
+  o.effect = 0.08;
+  FalseKeepResult r = MeasureKeeps(Quiet(), o);
+  ASSERT_GE(r.pair_ratios.size(), 150u);  // at least min_pairs per decision that was compared
+  EffectEstimate e = PairedEffect(r.pair_ratios);
+  EXPECT_EQ(e.pairs, static_cast<int>(r.pair_ratios.size()));
+  EXPECT_NEAR(e.gain, 0.08, 0.01);
+  EXPECT_LT(e.lo, 0.08);
+  EXPECT_GT(e.hi, 0.08);
+  // A/A: the pooled effect's interval holds zero.
+  o.effect = 0;
+  EffectEstimate aa = PairedEffect(MeasureKeeps(Quiet(), o).pair_ratios);
+  EXPECT_LT(aa.lo, 0);
+  EXPECT_GT(aa.hi, 0);
+}
+
+TEST(FalseKeepsTest, PairedEffectIsTheGeometricMeanWithAStudentTInterval) {
+  // log ratios +-0.1 around log(1.1): mean exactly log(1.1).
+  const double c = std::log(1.1);
+  EffectEstimate e = PairedEffect({std::exp(c - 0.1), std::exp(c + 0.1), std::exp(c)});
+  EXPECT_EQ(e.pairs, 3);
+  EXPECT_NEAR(e.gain, 0.1, 1e-12);
+  // sd 0.1, n 3: half width t(0.95, 2) * 0.1 / sqrt(3) = 4.3027 * 0.0577 = 0.2484.
+  EXPECT_NEAR(std::log(1 + e.hi) - c, 0.2484, 1e-3);
+  EXPECT_NEAR(c - std::log(1 + e.lo), 0.2484, 1e-3);
+  // Non-positive ratios (a failed trial) are left out; one ratio has no interval.
+  EffectEstimate one = PairedEffect({0.0, 1.2});
+  EXPECT_EQ(one.pairs, 1);
+  EXPECT_NEAR(one.gain, 0.2, 1e-12);
+  EXPECT_TRUE(std::isinf(one.hi));
+  EXPECT_EQ(PairedEffect({}).pairs, 0);
+}
+
 TEST(FalseKeepsTest, ResidualsComeFromRepeatedPointsOnly) {
   search::ResponseSurface s = search::ResponseSurface::Grid({{"k", {"a", "b"}}}, Config{{"k", "a"}});
   s.mutable_points()[0].samples = {90, 110};  // mean 100: -10%, +10%, corrected by sqrt(2)
