@@ -189,6 +189,55 @@ kb: {enabled: false}
   EXPECT_GT(summary["sweep"]["area_index"].get<double>(), 1.0);
 }
 
+// Max concurrency at SLO, bisected (issue 18.2), reached by `hone run`: scripted trials
+// whose inter-token gaps grow with the load (the stock 10 ms per request in flight,
+// poll=0 3 ms) against p90_itl_ms <= 55. The grid c1/c4/c16 brackets the stock between
+// c4 (met) and c16 (missed); the sweep probes c10, c7, c5, c6 and names c5.
+TEST_F(SessionsTest, TheSweepBisectsTheHighestLoadWithinTheSlo) {
+  ASSERT_OK(sys::WriteFileAtomic(Path("measurements.json"), R"js({"base": 100, "noise": 0.01, "seed": 7,
+    "trial_ms": 50, "factors": {"poll=0": 1.3}, "itl_ms": {"(stock)": 10, "poll=0": 3}})js"));
+  ASSERT_OK(sys::WriteFileAtomic(Path("slo-load.yaml"), std::string(R"(name: slo-load
+target:
+  adapter: llama.cpp
+  model: {preset: tiny, seed: 42}
+workload: {kind: fixed, isl: 64, osl: 16, concurrency: 1, num_prompts: 4, warmups: 0,
+           sweep: {concurrency: [1, 4, 16], retune: 0}}
+objective: {metric: total_tps_per_gpu, slo: ["p90_itl_ms <= 55"]}
+budget: {wall: 30m, max_cycles: 1}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 2}
+search: {knobs: [poll]}
+kb: {enabled: false}
+)")));
+  const fs::path out = Path("slo-load-run");
+  auto r = RunHone({"run", Path("slo-load.yaml").string(), "--out", out.string()},
+                   {{"HONE_TEST_EXECUTOR", Path("measurements.json").string()}});
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
+  EXPECT_NE(r.output.find("sweep: highest load within the SLO for the stock at ISL 64 / OSL 16: between c4 (met) "
+                          "and c16 (missed), bisecting"),
+            std::string::npos)
+      << LastLines(r.output, 40);
+  const json state = ReadJson(out / "state.json");
+  ASSERT_EQ(state["best"].dump(), R"({"poll":"0"})") << LastLines(r.output, 40);
+  ASSERT_EQ(state["slo_loads"].size(), 1u) << state["slo_loads"].dump();
+  const json& l = state["slo_loads"][0];
+  EXPECT_EQ(l["arm"], "stock");
+  EXPECT_EQ(l["lo"], 5);
+  EXPECT_EQ(l["hi"], 6);
+  std::vector<int> probed;
+  for (const json& p : l["probes"]) probed.push_back(p["concurrency"].get<int>());
+  EXPECT_EQ(probed, (std::vector<int>{10, 7, 5, 6}));
+  const std::string report = sys::ReadFile(out / "report.md").value_or("");
+  EXPECT_NE(report.find("stock c5 ("), std::string::npos) << report;
+  EXPECT_NE(report.find("bisected between c4 (met) and c16 (missed): c10 missed, c7 missed, c5 met, c6 missed"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("best c16 ("), std::string::npos) << report;  // 3 ms x 16 = 48 ms: met at the top
+  const json summary = ReadJson(out / "summary.json");
+  EXPECT_EQ(summary["sweep"]["max_concurrency_at_slo"][0]["stock"]["concurrency"], 5);
+  EXPECT_EQ(summary["sweep"]["max_concurrency_at_slo"][0]["stock"]["bisection"]["probes"].size(), 4u);
+  EXPECT_EQ(summary["sweep"]["max_concurrency_at_slo"][0]["best"]["concurrency"], 16);
+}
+
 // One engine's session through its stand-in: `hone run`, killed with SIGKILL once a
 // trial is on disk, then `hone resume` to the close.
 void StandInSessionKilledAndResumed(SessionsTest& t, const std::string& adapter, const std::string& version,

@@ -33,6 +33,7 @@ Result<std::unique_ptr<ScriptedExecutor>> ScriptedExecutor::Load(const std::stri
     e->point_factors_ = j.value("point_factors", e->point_factors_);
     e->launch_failures_ = j.value("launch_failures", e->launch_failures_);
     e->inaccurate_ = j.value("inaccurate", e->inaccurate_);
+    e->itl_ms_ = j.value("itl_ms", e->itl_ms_);
   } catch (const json::exception& ex) {
     return InvalidArgument(path + ": " + ex.what());
   }
@@ -95,6 +96,25 @@ Result<TrialOutcome> ScriptedExecutor::Run(const TrialRequest& req) {
   o.result.total_tps = o.objective;
   o.result.per_gpu_total_tps = o.objective;
   o.result.intvty["p50"] = 10;
+  if (!itl_ms_.empty()) {
+    double per_load = itl_ms_.count("(stock)") ? itl_ms_.at("(stock)") : 0;
+    for (const auto& [knob, v] : req.config.values()) {
+      auto it = itl_ms_.find(knob + "=" + v);
+      if (it != itl_ms_.end()) {
+        per_load = it->second;
+        break;
+      }
+    }
+    const double itl_s = per_load * req.point.concurrency / 1e3;
+    o.result.successful = o.result.total = 8;
+    o.result.duration_s = 10;
+    for (int i = 0; i < 8; ++i) {
+      o.result.samples.ttft.push_back(0.1);
+      o.result.samples.tpot.push_back(itl_s);
+      o.result.samples.e2el.push_back(0.1 + 4 * itl_s);
+      for (int g = 0; g < 4; ++g) o.result.samples.itl.push_back(itl_s);
+    }
+  }
   HONE_TRY(WriteTrialOutcome(o));
   return o;
 }

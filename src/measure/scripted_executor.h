@@ -14,7 +14,10 @@
 //   {"base": 100, "noise": 0.02, "seed": 7, "trial_ms": 300,
 //    "factors": {"threads=1": 0.6}, "launch_failures": {"ubatch_size=8": "bad_flag"},
 //    "inaccurate": ["cache_type_k=q4_0"], "point_factors": {"4": {"parallel=4": 1.25}}}
-// (point_factors: extra factors at one concurrency, for the sweep's operating points)
+// (point_factors: extra factors at one concurrency, for the sweep's operating points;
+// optional "itl_ms": {"(stock)": 10, "poll=0": 3}: 8 requests per trial whose
+// inter-token gaps are that many ms per unit of load (the first listed knob=value the
+// configuration has, else "(stock)"), for the session's SLO checks)
 // Not thread-safe (one trial at a time, like the real executor).
 #pragma once
 
@@ -48,6 +51,7 @@ class ScriptedExecutor final : public TrialExecutor {
   std::map<std::string, std::map<std::string, double>> point_factors_;  // concurrency -> factors
   std::map<std::string, std::string> launch_failures_;
   std::vector<std::string> inaccurate_;
+  std::map<std::string, double> itl_ms_;  // per unit of concurrency
 };
 
 }  // namespace hone::measure

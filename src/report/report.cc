@@ -106,6 +106,31 @@ std::vector<LoadAtSlo> MaxLoadAtSlo(const session::SessionState& state) {
       it->best_tps = p.best_tps;
     }
   }
+  for (const session::SloLoadSearch& s : state.slo_loads) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const LoadAtSlo& l) { return l.isl == s.isl && l.osl == s.osl; });
+    if (it == out.end()) continue;
+    const bool stock = s.arm == "stock";
+    std::optional<int>& c = stock ? it->stock_concurrency : it->best_concurrency;
+    (stock ? it->stock_search : it->best_search) = &s;
+    if (!c || s.lo > *c) {
+      c = s.lo;
+      (stock ? it->stock_tps : it->best_tps) = s.LoTps();
+    }
+  }
+  return out;
+}
+
+std::string SloSearchText(const session::SloLoadSearch& s) {
+  std::vector<std::string> probes;
+  for (const session::SloLoadProbe& p : s.probes) {
+    probes.push_back("c" + std::to_string(p.concurrency) + (p.met ? " met" : " missed"));
+  }
+  std::string out = "bisected between c" + std::to_string(s.grid_lo) + " (met) and c" + std::to_string(s.grid_hi) +
+                    " (missed)" + (probes.empty() ? std::string("") : ": " + Join(probes, ", "));
+  if (s.hi - s.lo > 1) {
+    out += "; stopped at c" + std::to_string(s.lo) + "..c" + std::to_string(s.hi) + " (" +
+           (s.note.empty() ? std::string("unfinished") : s.note) + ")";
+  }
   return out;
 }
 
@@ -416,14 +441,20 @@ std::string RenderMarkdown(const ReportInput& in) {
     if (!loads.empty()) {
       line("");
       line("Max concurrency at SLO (the highest load of the grid at which each configuration met every SLO on its "
-           "pooled requests):");
+           "pooled requests; between grid points bisected by the sweep, `workload.sweep.slo_search` probes of " +
+           std::to_string(std::max(1, spec.measurement.min_pairs)) + " trials each):");
       line("");
-      auto at = [&](const std::optional<int>& c, double tps) {
-        return c ? "c" + std::to_string(*c) + " (" + F("%.1f", tps) + " tok/s)" : std::string("no grid point");
+      auto at = [&](const std::optional<int>& c, double tps, const session::SloLoadSearch* search) {
+        if (!c) return std::string("no grid point");
+        std::string detail;
+        if (tps > 0) detail = F("%.1f", tps) + " tok/s";
+        if (search) detail += (detail.empty() ? "" : "; ") + SloSearchText(*search);
+        return "c" + std::to_string(*c) + (detail.empty() ? "" : " (" + Md(detail) + ")");
       };
       for (const LoadAtSlo& l : loads) {
         line("- ISL " + std::to_string(l.isl) + " / OSL " + std::to_string(l.osl) + ": stock " +
-             at(l.stock_concurrency, l.stock_tps) + ", best " + at(l.best_concurrency, l.best_tps));
+             at(l.stock_concurrency, l.stock_tps, l.stock_search) + ", best " +
+             at(l.best_concurrency, l.best_tps, l.best_search));
       }
     }
   }
@@ -797,11 +828,23 @@ std::string RenderSummaryJson(const ReportInput& in) {
                   {"area_reference", "origin (0, 0)"}};
     json loads = json::array();
     for (const LoadAtSlo& l : MaxLoadAtSlo(s)) {
-      auto arm = [](const std::optional<int>& c, double tps) {
-        return c ? json{{"concurrency", *c}, {"total_tps", tps}} : json(nullptr);
+      auto arm = [](const std::optional<int>& c, double tps, const session::SloLoadSearch* search) {
+        if (!c) return json(nullptr);
+        json a = {{"concurrency", *c}, {"total_tps", tps}};
+        if (search) {
+          json probes = json::array();
+          for (const session::SloLoadProbe& p : search->probes) {
+            probes.push_back({{"concurrency", p.concurrency}, {"met", p.met}, {"total_tps", p.tps},
+                              {"slo", p.slo}, {"trials", p.trials}});
+          }
+          a["bisection"] = {{"config", search->config}, {"grid_met", search->grid_lo},
+                            {"grid_missed", search->grid_hi}, {"met", search->lo}, {"missed", search->hi},
+                            {"probes", probes}, {"stopped", search->note}};
+        }
+        return a;
       };
-      loads.push_back({{"isl", l.isl}, {"osl", l.osl}, {"stock", arm(l.stock_concurrency, l.stock_tps)},
-                       {"best", arm(l.best_concurrency, l.best_tps)}});
+      loads.push_back({{"isl", l.isl}, {"osl", l.osl}, {"stock", arm(l.stock_concurrency, l.stock_tps, l.stock_search)},
+                       {"best", arm(l.best_concurrency, l.best_tps, l.best_search)}});
     }
     if (!loads.empty()) j["sweep"]["max_concurrency_at_slo"] = loads;
   }

@@ -46,12 +46,19 @@ std::vector<Stage> BuildStages(const ReportInput& in);
 
 // "Max concurrency at SLO": per ISL/OSL pair of the sweep, the highest concurrency at
 // which each arm met every SLO on its pooled requests, with its throughput there
-// (unset: no point of the grid met it). Empty without SLO-checked sweep points.
+// (unset: no point of the grid met it; 0 tok/s: not known), refined by the sweep's
+// bisection between grid points where it ran (the search then points into the state).
+// Empty without SLO-checked sweep points.
 struct LoadAtSlo {
   int64_t isl = 0, osl = 0;
   std::optional<int> stock_concurrency, best_concurrency;
   double stock_tps = 0, best_tps = 0;
+  const session::SloLoadSearch* stock_search = nullptr;
+  const session::SloLoadSearch* best_search = nullptr;
 };
+// One arm's bisection in words: "bisected between c4 (met) and c16 (missed): c10
+// missed, c7 missed, c5 met, c6 missed".
+std::string SloSearchText(const session::SloLoadSearch& s);
 std::vector<LoadAtSlo> MaxLoadAtSlo(const session::SessionState& state);
 
 std::string RenderMarkdown(const ReportInput& in);

@@ -277,6 +277,63 @@ TEST_F(ReportTest, TheSweepNamesTheHighestLoadEachConfigSustainsWithinTheSlo) {
   EXPECT_TRUE(MaxLoadAtSlo(state_).empty());
 }
 
+// Between grid points the sweep's bisection refines the stock's answer: c4 (grid) ->
+// c6, with the probes that moved it named, in report.md and summary.json.
+TEST_F(ReportTest, TheBisectedLoadAtSloRefinesTheGridsAnswer) {
+  spec_.objective.slos = {{"p90_itl_ms", false, 50}};
+  state_.sweep.clear();
+  for (int c : {1, 4, 16}) {
+    session::SweepPointRecord p;
+    p.concurrency = c;
+    p.isl = 128;
+    p.osl = 32;
+    p.stock_tps = 10.0 * c;
+    p.best_tps = 15.0 * c;
+    p.stock_slo_excess = c <= 4 ? 0 : 0.6;
+    p.best_slo_excess = 0;
+    p.verdict = Verdict::kKeep;
+    state_.sweep.push_back(p);
+  }
+  session::SloLoadSearch l;
+  l.isl = 128;
+  l.osl = 32;
+  l.arm = "stock";
+  l.grid_lo = 4;
+  l.grid_hi = 16;
+  l.grid_lo_tps = 40;
+  l.lo = 6;
+  l.hi = 7;
+  l.probes = {{10, {"t0090", "t0091", "t0092"}, false, 0.3, 70, "missed"},
+              {7, {"t0093", "t0094", "t0095"}, false, 0.1, 65, "missed"},
+              {5, {"t0096", "t0097", "t0098"}, true, 0, 50, "met"},
+              {6, {"t0099", "t0100", "t0101"}, true, 0, 58, "met"}};
+  state_.slo_loads = {l};
+  auto loads = MaxLoadAtSlo(state_);
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(loads[0].stock_concurrency, 6);
+  EXPECT_DOUBLE_EQ(loads[0].stock_tps, 58);
+  EXPECT_EQ(loads[0].best_concurrency, 16);
+  EXPECT_EQ(loads[0].best_search, nullptr);
+  std::string md = RenderMarkdown(in_);
+  EXPECT_NE(md.find("- ISL 128 / OSL 32: stock c6 (58.0 tok/s; bisected between c4 (met) and c16 (missed): c10 "
+                    "missed, c7 missed, c5 met, c6 met), best c16 (240.0 tok/s)"),
+            std::string::npos)
+      << md;
+  auto j = nlohmann::json::parse(RenderSummaryJson(in_));
+  const auto& stock = j["sweep"]["max_concurrency_at_slo"][0]["stock"];
+  EXPECT_EQ(stock["concurrency"], 6);
+  EXPECT_EQ(stock["bisection"]["grid_met"], 4);
+  EXPECT_EQ(stock["bisection"]["missed"], 7);
+  ASSERT_EQ(stock["bisection"]["probes"].size(), 4u);
+  EXPECT_EQ(stock["bisection"]["probes"][3]["trials"][2], "t0101");
+  // Stopped early: the words say where and why.
+  state_.slo_loads[0].probes.resize(2);
+  state_.slo_loads[0].lo = 4;
+  state_.slo_loads[0].note = "budget";
+  md = RenderMarkdown(in_);
+  EXPECT_NE(md.find("c10 missed, c7 missed; stopped at c4..c7 (budget)"), std::string::npos) << md;
+}
+
 // Text from servers (log excerpts in reasons), agents (ideas, knob values, critic
 // notes, their summary) and diffs (patch names) is data: in report.html it never
 // becomes markup, never ends its table cell, list item or code block.

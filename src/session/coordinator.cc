@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 
 #include "core/stats.h"
@@ -208,6 +209,7 @@ Status Coordinator::Sweep() {
   if (stock_only) {  // points with nothing to re-tune (or no budget left) measured nothing
     std::erase_if(state_.sweep, [](const SweepPointRecord& r) { return r.retune_base_trials.empty(); });
   }
+  HONE_TRY(SearchSloLoads(concs));
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
   // Points the budget left out are named, not dropped in silence (the GPU session of
   // 2026-12-04 measured one of its three).
@@ -232,6 +234,123 @@ Status Coordinator::Sweep() {
            kSweepUnmeasured + Join(why, "; ");
   }
   ledger_.EndPhase(PhaseStatus::kDone, note);
+  return Ok();
+}
+
+// The highest load within the SLO (issue 18.2), refined between grid points: the grid
+// says "met at c4, missed at c16"; bisection asks c10, then c7 or c13, ... until the
+// two ends are adjacent, the probes (spec: sweep.slo_search) or the budget run out.
+// Each probe is min_pairs trials of the arm alone at that load, the SLO judged on their
+// pooled requests like a grid point's arm. The arms are the stock and the session's
+// best (the configuration a user deploys), each bracketed by its own grid trials.
+Status Coordinator::SearchSloLoads(const std::vector<int>& concurrencies) {
+  state_.slo_loads.clear();
+  const int max_probes = spec_.workload.sweep_slo_search;
+  if (!ledger_.HasSlo() || max_probes <= 0 || concurrencies.size() < 2) return Ok();
+  std::vector<int> grid = concurrencies;
+  std::ranges::sort(grid);
+  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  const int trials_per_probe = std::max(1, spec_.measurement.min_pairs);
+  struct ArmSpec {
+    const char* name;
+    Config config;
+    std::string binary;
+    bool stock;
+  };
+  std::vector<ArmSpec> arms{{"stock", state_.stock, "", true}};
+  if (!state_.BestIsStock()) arms.push_back({"best", state_.best, state_.server_binary, false});
+  std::vector<std::pair<int64_t, int64_t>> lens;
+  for (const SweepPointRecord& r : state_.sweep) {
+    if (std::ranges::find(lens, std::make_pair(r.isl, r.osl)) == lens.end()) lens.emplace_back(r.isl, r.osl);
+  }
+  for (auto [isl, osl] : lens) {
+    for (const ArmSpec& arm : arms) {
+      // The arm's own grid trials at each load: met or missed on their pooled requests.
+      std::map<int, std::pair<bool, double>> at;  // concurrency -> (met, mean total tok/s)
+      for (const SweepPointRecord& r : state_.sweep) {
+        if (r.isl != isl || r.osl != osl) continue;
+        const std::vector<std::string>& trials =
+            arm.stock ? (r.stock_trials.empty() ? r.retune_base_trials : r.stock_trials) : r.best_trials;
+        if (trials.empty()) continue;
+        const measure::PooledSlo slo = ledger_.SloOf(trials);
+        const double tps = arm.stock ? r.stock_tps : (r.retune_verdict == Verdict::kKeep ? 0 : r.best_tps);
+        at[r.concurrency] = {slo.ok, tps};
+      }
+      // The bracket: the highest load met with every lower measured load met too, and
+      // the next measured load (a miss).
+      std::optional<int> lo, hi;
+      double lo_tps = 0;
+      for (const auto& [c, met_tps] : at) {
+        if (!met_tps.first) {
+          hi = c;
+          break;
+        }
+        lo = c;
+        lo_tps = met_tps.second;
+      }
+      if (!lo || !hi || *hi - *lo <= 1) continue;  // nothing between: the grid's answer stands
+      SloLoadSearch search;
+      search.isl = isl;
+      search.osl = osl;
+      search.arm = arm.name;
+      search.config = arm.config.ToString();
+      search.grid_lo = search.lo = *lo;
+      search.grid_hi = search.hi = *hi;
+      search.grid_lo_tps = lo_tps;
+      ledger_.Progress("sweep: highest load within the SLO for the " + std::string(arm.name) + " at ISL " +
+                       std::to_string(isl) + " / OSL " + std::to_string(osl) + ": between c" + std::to_string(*lo) +
+                       " (met) and c" + std::to_string(*hi) + " (missed), bisecting");
+      while (search.hi - search.lo > 1) {
+        if (static_cast<int>(search.probes.size()) >= max_probes) {
+          search.note = std::to_string(max_probes) + " probes (workload.sweep.slo_search)";
+          break;
+        }
+        if (ledger_.Stopping() || !ledger_.CanAfford(trials_per_probe)) {
+          search.note = sys::InterruptRequested() ? "interrupted" : "budget";
+          break;
+        }
+        const int mid = search.lo + (search.hi - search.lo) / 2;
+        const measure::OperatingPoint point{mid, isl, osl};
+        SloLoadProbe probe;
+        probe.concurrency = mid;
+        double tps = 0;
+        bool failed = false;
+        for (int t = 0; t < trials_per_probe; ++t) {
+          HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o,
+                                ledger_.RunTrial(Arm{TrialRole::kSweep, arm.config, arm.binary}, point));
+          probe.trials.push_back(o.id);
+          if (!o.launched || !o.valid) {
+            failed = true;
+            break;
+          }
+          tps += o.result.total_tps;
+        }
+        if (failed) {  // a load the arm cannot serve is not within the SLO
+          probe.met = false;
+          probe.slo = "trial failed: " + probe.trials.back();
+        } else {
+          const measure::PooledSlo slo = ledger_.SloOf(probe.trials);
+          probe.met = slo.ok;
+          probe.excess = slo.excess;
+          probe.slo = slo.Describe();
+          probe.tps = tps / trials_per_probe;
+        }
+        (probe.met ? search.lo : search.hi) = mid;
+        ledger_.Event("slo_load_probe", {{"arm", search.arm},
+                                         {"point", point.Label()},
+                                         {"met", probe.met ? "yes" : "no"},
+                                         {"trials", Join(probe.trials, ",")}});
+        ledger_.Progress("sweep: " + std::string(arm.name) + " at c" + std::to_string(mid) + ": " +
+                         (probe.met ? "meets" : "misses") + " the SLO (" + probe.slo + ")");
+        search.probes.push_back(std::move(probe));
+        state_.slo_loads.push_back(search);  // saved with every probe
+        HONE_TRY(ledger_.Save());
+        state_.slo_loads.pop_back();
+      }
+      state_.slo_loads.push_back(std::move(search));
+      HONE_TRY(ledger_.Save());
+    }
+  }
   return Ok();
 }
 

@@ -1369,6 +1369,82 @@ TEST_F(SloTest, TheSweepJudgesEachArmAtEveryLoad) {
   EXPECT_GT(back->sweep[2].stock_slo_excess, 0);
 }
 
+// Max concurrency at SLO, bisected (issue 18.2): the grid says the stock meets the SLO at
+// c4 and misses it at c16; the sweep probes the loads in between until the two ends are
+// adjacent. ITL is 10 ms per unit of load for the stock, so it meets p90_itl_ms <= 55 up
+// to c5: probes c10 (miss), c7 (miss), c5 (met), c6 (miss). The best (3 ms per unit)
+// meets it at every grid load: nothing to bisect.
+TEST_F(SloTest, TheSweepBisectsTheHighestLoadWithinTheSloBetweenGridPoints) {
+  exec_.factors = {{"speed=fast", 1.20}};
+  itl_ms = {{"stock", 10}, {"fast", 3}};
+  itl_per_concurrency = 1;
+  spec::SessionSpec spec = SloSpec();
+  spec.objective.slos = {{"p90_itl_ms", false, 55}};
+  spec.workload.concurrency = 1;
+  spec.workload.sweep_concurrency = {1, 4, 16};
+  ListProposer p({"speed=fast"});
+  SessionState s = Run(spec, &p);
+  ASSERT_FALSE(s.BestIsStock());
+  ASSERT_EQ(s.slo_loads.size(), 1u);
+  const SloLoadSearch& l = s.slo_loads[0];
+  EXPECT_EQ(l.arm, "stock");
+  EXPECT_EQ(l.grid_lo, 4);
+  EXPECT_EQ(l.grid_hi, 16);
+  EXPECT_EQ(l.lo, 5);
+  EXPECT_EQ(l.hi, 6);
+  EXPECT_EQ(l.note, "");
+  std::vector<int> probed;
+  for (const SloLoadProbe& pr : l.probes) {
+    probed.push_back(pr.concurrency);
+    EXPECT_EQ(pr.trials.size(), static_cast<size_t>(spec.measurement.min_pairs));
+    EXPECT_EQ(pr.met, pr.concurrency <= 5) << pr.concurrency << " " << pr.slo;
+    EXPECT_GT(pr.tps, 0);
+    // The probe's trials ran the stock at the probe's load.
+    for (const std::string& id : pr.trials) {
+      auto it = std::ranges::find_if(exec_.ran, [&](const measure::TrialRequest& r) { return r.id == id; });
+      ASSERT_NE(it, exec_.ran.end()) << id;
+      EXPECT_EQ(it->point.concurrency, pr.concurrency);
+      EXPECT_TRUE(it->config.empty()) << it->config.ToString();
+    }
+  }
+  EXPECT_EQ(probed, (std::vector<int>{10, 7, 5, 6}));
+  // Kept in state.json.
+  auto back = StateFromJson(StateToJson(s));
+  ASSERT_OK(back);
+  ASSERT_EQ(back->slo_loads.size(), 1u);
+  EXPECT_EQ(back->slo_loads[0].lo, 5);
+  EXPECT_EQ(back->slo_loads[0].probes.size(), 4u);
+  EXPECT_EQ(back->slo_loads[0].probes[2].trials, l.probes[2].trials);
+}
+
+// The probes are bounded: `sweep.slo_search: 2` stops at c4..c7 and says why; 0 probes
+// nothing.
+TEST_F(SloTest, TheSloLoadBisectionStopsAtItsProbeLimit) {
+  exec_.factors = {{"speed=fast", 1.20}};
+  itl_ms = {{"stock", 10}, {"fast", 3}};
+  itl_per_concurrency = 1;
+  spec::SessionSpec spec = SloSpec();
+  spec.objective.slos = {{"p90_itl_ms", false, 55}};
+  spec.workload.concurrency = 1;
+  spec.workload.sweep_concurrency = {1, 4, 16};
+  spec.workload.sweep_slo_search = 2;
+  {
+    ListProposer p({"speed=fast"});
+    SessionState s = Run(spec, &p);
+    ASSERT_EQ(s.slo_loads.size(), 1u);
+    EXPECT_EQ(s.slo_loads[0].lo, 4);
+    EXPECT_EQ(s.slo_loads[0].hi, 7);
+    EXPECT_EQ(s.slo_loads[0].probes.size(), 2u);
+    EXPECT_NE(s.slo_loads[0].note.find("2 probes"), std::string::npos) << s.slo_loads[0].note;
+  }
+  spec.workload.sweep_slo_search = 0;
+  spec.name = "off";
+  ListProposer p({"speed=fast"});
+  SessionState s = Run(spec, &p);
+  EXPECT_FALSE(s.sweep.empty());
+  EXPECT_TRUE(s.slo_loads.empty());
+}
+
 TEST_F(SloTest, ViolatingStockDoesNotHideAFeasibleCandidate) {
   exec_.factors = {{"speed=fast", 1.20}};
   itl_ms = {{"stock", 60}, {"fast", 40}};

@@ -117,6 +117,37 @@ struct SweepPointRecord {
   double retune_gain = 0;
 };
 
+// The highest load within the SLO, bisected (issue 18.2): for one ISL/OSL and one arm
+// (the stock, or the session's best), between the grid's highest concurrency at which
+// the arm met every SLO (`lo` starts there) and the next grid concurrency at which it
+// missed (`hi` starts there); each probe measures the arm alone at a concurrency in
+// between (min_pairs trials, the SLO judged on their pooled requests) and moves one
+// end. `lo` is the answer; hi - lo > 1 when the probes or the budget ran out first.
+struct SloLoadProbe {
+  int concurrency = 0;
+  std::vector<std::string> trials;
+  bool met = false;
+  double excess = -1;  // the largest relative miss (0 = met)
+  double tps = 0;      // mean total tok/s of its trials
+  std::string slo;     // PooledSlo::Describe
+};
+struct SloLoadSearch {
+  int64_t isl = 0, osl = 0;
+  std::string arm;     // "stock" or "best"
+  std::string config;  // Config::ToString of the arm
+  int grid_lo = 0, grid_hi = 0;  // the grid's bracket
+  double grid_lo_tps = 0;
+  int lo = 0, hi = 0;            // after the probes
+  std::vector<SloLoadProbe> probes;
+  std::string note;  // why it stopped before hi - lo == 1 ("" = it did not)
+  double LoTps() const {
+    for (auto it = probes.rbegin(); it != probes.rend(); ++it) {
+      if (it->met && it->concurrency == lo) return it->tps;
+    }
+    return grid_lo_tps;
+  }
+};
+
 struct SessionState {
   int version = 1;
   std::string session_id;
@@ -152,6 +183,7 @@ struct SessionState {
   std::vector<PhaseRecord> phases;
   std::vector<SweepPointRecord> sweep;
   std::string last_sweep_config;  // best config hash when the last sweep ran
+  std::vector<SloLoadSearch> slo_loads;  // the sweep's bisection of the load at SLO
 
   // Close: `best` re-measured against `stock`, paired.
   bool validated = false;

@@ -270,6 +270,17 @@ std::string StateToJson(const SessionState& s) {
                      {"retune_base_trials", p.retune_base_trials}, {"retune_trials", p.retune_trials},
                      {"retune_verdict", Name(p.retune_verdict)}, {"retune_gain", p.retune_gain}});
   }
+  json slo_loads = json::array();
+  for (const auto& l : s.slo_loads) {
+    json probes = json::array();
+    for (const auto& p : l.probes) {
+      probes.push_back({{"concurrency", p.concurrency}, {"trials", p.trials}, {"met", p.met}, {"excess", p.excess},
+                        {"tps", p.tps}, {"slo", p.slo}});
+    }
+    slo_loads.push_back({{"isl", l.isl}, {"osl", l.osl}, {"arm", l.arm}, {"config", l.config},
+                         {"grid_lo", l.grid_lo}, {"grid_hi", l.grid_hi}, {"grid_lo_tps", l.grid_lo_tps},
+                         {"lo", l.lo}, {"hi", l.hi}, {"probes", probes}, {"note", l.note}});
+  }
   json j = {{"version", s.version},
             {"session_id", s.session_id},
             {"name", s.name},
@@ -300,6 +311,7 @@ std::string StateToJson(const SessionState& s) {
             {"phases", phases},
             {"sweep", sweep},
             {"last_sweep_config", s.last_sweep_config},
+            {"slo_loads", slo_loads},
             {"validated", s.validated},
             {"validated_gain", s.validated_gain},
             {"validated_lo", s.validated_lo},
@@ -410,6 +422,27 @@ Result<SessionState> StateFromJson(const std::string& text) {
       s.sweep.push_back(r);
     }
     s.last_sweep_config = j.value("last_sweep_config", "");
+    if (j.contains("slo_loads")) {
+      for (const auto& l : j["slo_loads"]) {
+        SloLoadSearch r;
+        r.isl = l.value("isl", int64_t{0});
+        r.osl = l.value("osl", int64_t{0});
+        r.arm = l.value("arm", "");
+        r.config = l.value("config", "");
+        r.grid_lo = l.value("grid_lo", 0);
+        r.grid_hi = l.value("grid_hi", 0);
+        r.grid_lo_tps = l.value("grid_lo_tps", 0.0);
+        r.lo = l.value("lo", 0);
+        r.hi = l.value("hi", 0);
+        r.note = l.value("note", "");
+        for (const auto& p : l.value("probes", json::array())) {
+          r.probes.push_back({p.value("concurrency", 0), p.value("trials", std::vector<std::string>{}),
+                              p.value("met", false), p.value("excess", -1.0), p.value("tps", 0.0),
+                              p.value("slo", "")});
+        }
+        s.slo_loads.push_back(std::move(r));
+      }
+    }
     s.validated = j.value("validated", false);
     s.validated_gain = j.value("validated_gain", 0.0);
     s.validated_lo = j.value("validated_lo", 0.0);

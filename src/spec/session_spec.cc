@@ -138,10 +138,14 @@ Status ParseWorkload(const Field& f, WorkloadSpec& w) {
   }
   Field sweep = f["sweep"];
   if (sweep.defined()) {
-    HONE_TRY(sweep.CheckKeys({"concurrency", "isl_osl", "retune"}));
+    HONE_TRY(sweep.CheckKeys({"concurrency", "isl_osl", "retune", "slo_search"}));
     if (sweep["retune"].defined()) {
       HONE_ASSIGN_OR_RETURN(int64_t retune, sweep["retune"].Int(0, 16));
       w.sweep_retune = static_cast<int>(retune);
+    }
+    if (sweep["slo_search"].defined()) {
+      HONE_ASSIGN_OR_RETURN(int64_t probes, sweep["slo_search"].Int(0, 16));
+      w.sweep_slo_search = static_cast<int>(probes);
     }
     HONE_ASSIGN_OR_RETURN(auto cs, sweep["concurrency"].IntList(1, 100000));
     for (int64_t v : cs) w.sweep_concurrency.push_back(static_cast<int>(v));

@@ -95,6 +95,10 @@ struct WorkloadSpec {
   // knobs that track the load set to the point's concurrency), each measured paired
   // against it; 0: stock vs best only.
   int sweep_retune = 1;
+  // With SLOs: per ISL/OSL and arm (stock, best), at most this many probes bisecting
+  // the concurrency between the grid's highest load within the SLO and the next grid
+  // load that missed it; 0: the grid's answer only.
+  int sweep_slo_search = 4;
 };
 
 struct AccuracySpec {

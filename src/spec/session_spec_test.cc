@@ -27,6 +27,7 @@ workload:
   sweep:
     concurrency: [1, 4]
     isl_osl: [[128, 32], [512, 16]]
+    slo_search: 6
 objective:
   metric: output_tps
   slo: ["p90_intvty >= 5", "p99_ttft_ms <= 2000"]
@@ -44,6 +45,7 @@ search: {strategy: random, exclude: [weights]}
   EXPECT_EQ(s->workload.isl, 64);
   EXPECT_EQ(s->workload.sweep_concurrency, (std::vector<int>{1, 4}));
   EXPECT_EQ(s->workload.sweep_isl_osl[1], (std::pair<int64_t, int64_t>{512, 16}));
+  EXPECT_EQ(s->workload.sweep_slo_search, 6);
   EXPECT_EQ(s->objective.metric, "output_tps");
   ASSERT_EQ(s->objective.slos.size(), 2u);
   EXPECT_EQ(s->objective.slos[0].ToString(), "p90_intvty >= 5");
@@ -58,6 +60,10 @@ search: {strategy: random, exclude: [weights]}
 TEST(SessionSpecTest, MinimalSpecUsesDefaults) {
   auto s = ParseSessionSpec("target: {model: /m.gguf}\n", "m.yaml", kMetrics);
   ASSERT_OK(s);
+  EXPECT_EQ(s->workload.sweep_slo_search, 4);
+  auto bad = ParseSessionSpec("target: {model: /m.gguf}\nworkload: {sweep: {concurrency: [1, 4], slo_search: 99}}\n",
+                              "m.yaml", kMetrics);
+  EXPECT_FALSE(bad.has_value());
   EXPECT_EQ(s->target.adapter, "llama.cpp");
   EXPECT_EQ(s->target.model.path, "/m.gguf");
   EXPECT_EQ(s->objective.metric, "total_tps_per_gpu");
