@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Records the CPU response surface bench/search/surface-tiny-c4.json with real
 # llama-server trials on this machine (`hone search record`), the way it was recorded:
-# the tiny model at concurrency 4, 6 interacting knobs (precision, threads, slots,
+# the tiny model at concurrency 4, 7 interacting knobs (precision, threads, slots,
 # micro-batch, flash attention, K-cache type, weight repacking), 432 points, every
 # point measured in a first pass and half of them again in a second shuffled pass,
 # one accuracy check per numerics class (weights x cache_type_k), at raised priority
