@@ -72,7 +72,7 @@ AreaIndex SweepAreaIndex(const ReportInput& in) {
   const double gpus = std::max(1, in.spec->target.num_gpus);
   std::vector<FrontPoint> stock, best;
   for (const auto& p : in.state->sweep) {
-    if (!p.verdict) continue;
+    if (!p.verdict && p.stock_trials.empty()) continue;  // not measured (a stock measured alone counts)
     stock.push_back({p.stock_intvty, p.stock_tps / gpus});
     best.push_back({p.best_intvty, p.best_tps / gpus});
   }

@@ -235,11 +235,11 @@ TEST_F(ReportTest, SweepCarriesTheParetoFrontAndAreaIndex) {
   EXPECT_NE(RenderMarkdown(in_).find("Operating points not measured: c16 isl64 osl16 (budget)."), std::string::npos);
 }
 
-// "Max concurrency at SLO": the highest load of the grid at which each arm met the
-// SLO, per ISL/OSL pair, in report.md and summary.json.
-TEST_F(ReportTest, TheSweepNamesTheHighestLoadEachConfigSustainsWithinTheSlo) {
-  spec_.objective.slos = {{"p90_itl_ms", false, 50}};
-  state_.sweep.clear();
+// A sweep over c1/c4/c16 at ISL 128 / OSL 32 against p90_itl_ms <= 50: the stock
+// (10 tok/s per unit of load) meets it up to c4, the best (15) everywhere.
+void SloSweep(spec::SessionSpec& spec, session::SessionState& state) {
+  spec.objective.slos = {{"p90_itl_ms", false, 50}};
+  state.sweep.clear();
   for (int c : {1, 4, 16}) {
     session::SweepPointRecord p;
     p.concurrency = c;
@@ -250,8 +250,14 @@ TEST_F(ReportTest, TheSweepNamesTheHighestLoadEachConfigSustainsWithinTheSlo) {
     p.stock_slo_excess = c <= 4 ? 0 : 0.6;
     p.best_slo_excess = 0;
     p.verdict = Verdict::kKeep;
-    state_.sweep.push_back(p);
+    state.sweep.push_back(p);
   }
+}
+
+// "Max concurrency at SLO": the highest load of the grid at which each arm met the
+// SLO, per ISL/OSL pair, in report.md and summary.json.
+TEST_F(ReportTest, TheSweepNamesTheHighestLoadEachConfigSustainsWithinTheSlo) {
+  SloSweep(spec_, state_);
   session::SweepPointRecord other;  // another ISL/OSL pair where the stock never meets it
   other.concurrency = 1;
   other.isl = 1024;
@@ -280,20 +286,7 @@ TEST_F(ReportTest, TheSweepNamesTheHighestLoadEachConfigSustainsWithinTheSlo) {
 // Between grid points the sweep's bisection refines the stock's answer: c4 (grid) ->
 // c6, with the probes that moved it named, in report.md and summary.json.
 TEST_F(ReportTest, TheBisectedLoadAtSloRefinesTheGridsAnswer) {
-  spec_.objective.slos = {{"p90_itl_ms", false, 50}};
-  state_.sweep.clear();
-  for (int c : {1, 4, 16}) {
-    session::SweepPointRecord p;
-    p.concurrency = c;
-    p.isl = 128;
-    p.osl = 32;
-    p.stock_tps = 10.0 * c;
-    p.best_tps = 15.0 * c;
-    p.stock_slo_excess = c <= 4 ? 0 : 0.6;
-    p.best_slo_excess = 0;
-    p.verdict = Verdict::kKeep;
-    state_.sweep.push_back(p);
-  }
+  SloSweep(spec_, state_);
   session::SloLoadSearch l;
   l.isl = 128;
   l.osl = 32;

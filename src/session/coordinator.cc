@@ -130,7 +130,13 @@ Status Coordinator::Sweep() {
   // With the stock as the best there is no best to compare; the sweep still re-tunes
   // the stock per point when the engine has knobs that track the load.
   const bool stock_only = state_.BestIsStock();
-  if (stock_only && (!services_.point_variants || spec_.workload.sweep_retune <= 0)) {
+  std::vector<int> concs = spec_.workload.sweep_concurrency;
+  if (concs.empty()) concs.push_back(spec_.workload.concurrency);
+  // With SLOs and loads to compare, a stock-only point with nothing to re-tune still
+  // measures the stock alone: the highest load within the SLO needs it.
+  const bool load_search = ledger_.HasSlo() && spec_.workload.sweep_slo_search > 0 && concs.size() >= 2;
+  const bool retune = services_.point_variants && spec_.workload.sweep_retune > 0;
+  if (stock_only && !retune && !load_search) {
     ledger_.EndPhase(PhaseStatus::kSkipped, "best is the stock configuration: nothing to sweep");
     return Ok();
   }
@@ -138,8 +144,6 @@ Status Coordinator::Sweep() {
     ledger_.EndPhase(PhaseStatus::kSkipped, "nothing changed since the previous sweep");
     return Ok();
   }
-  std::vector<int> concs = spec_.workload.sweep_concurrency;
-  if (concs.empty()) concs.push_back(spec_.workload.concurrency);
   auto lens = spec_.workload.sweep_isl_osl;
   if (lens.empty()) lens.emplace_back(spec_.workload.isl, spec_.workload.osl);
   std::vector<measure::OperatingPoint> points;
@@ -204,10 +208,15 @@ Status Coordinator::Sweep() {
       continue;
     }
     HONE_TRY(RetunePoint({rec.concurrency, rec.isl, rec.osl}, rec));
+    if (stock_only && load_search && rec.retune_base_trials.empty()) {
+      HONE_TRY(MeasureStockAt({rec.concurrency, rec.isl, rec.osl}, rec));
+    }
     HONE_TRY(ledger_.Save());
   }
   if (stock_only) {  // points with nothing to re-tune (or no budget left) measured nothing
-    std::erase_if(state_.sweep, [](const SweepPointRecord& r) { return r.retune_base_trials.empty(); });
+    std::erase_if(state_.sweep, [](const SweepPointRecord& r) {
+      return r.retune_base_trials.empty() && r.stock_trials.empty();
+    });
   }
   HONE_TRY(SearchSloLoads(concs));
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
@@ -234,6 +243,35 @@ Status Coordinator::Sweep() {
            kSweepUnmeasured + Join(why, "; ");
   }
   ledger_.EndPhase(PhaseStatus::kDone, note);
+  return Ok();
+}
+
+// A stock-only sweep point with nothing to re-tune, when the load at SLO is searched:
+// the stock alone, min_pairs trials, its SLO on their pooled requests (the point's best
+// is the stock; no verdict, since nothing was compared). A failed trial leaves the point
+// unmeasured.
+Status Coordinator::MeasureStockAt(const measure::OperatingPoint& p, SweepPointRecord& rec) {
+  const int n = std::max(1, spec_.measurement.min_pairs);
+  if (ledger_.Stopping() || !ledger_.CanAfford(n)) return Ok();
+  ledger_.Progress("  sweep " + p.Label() + ": the stock alone (nothing to re-tune; for the load at SLO)");
+  double objective = 0, tps = 0, intvty = 0;
+  for (int i = 0; i < n; ++i) {
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, ledger_.RunTrial(Arm{TrialRole::kSweep, state_.stock, ""}, p));
+    if (!o.launched || !o.valid) {
+      rec.stock_trials.clear();
+      return Ok();
+    }
+    rec.stock_trials.push_back(o.id);
+    objective += o.objective;
+    tps += o.result.total_tps;
+    intvty += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
+  }
+  rec.stock_objective = rec.best_objective = objective / n;
+  rec.stock_tps = rec.best_tps = tps / n;
+  rec.stock_intvty = rec.best_intvty = intvty / n;
+  const measure::PooledSlo slo = ledger_.SloOf(rec.stock_trials);
+  rec.stock_slo = rec.best_slo = slo.Describe();
+  rec.stock_slo_excess = rec.best_slo_excess = slo.excess;
   return Ok();
 }
 

@@ -78,6 +78,7 @@ class Coordinator {
   // With SLOs, after the grid: per ISL/OSL and arm, bisects the concurrency between the
   // grid's highest load within the SLO and the next that missed it (state_.slo_loads).
   Status SearchSloLoads(const std::vector<int>& concurrencies);
+  Status MeasureStockAt(const measure::OperatingPoint& p, SweepPointRecord& rec);
   // One sweep comparison at a point: min_pairs pairs of a against b into `log`, judged at
   // one look, with each arm's mean total tok/s and p50 interactivity over its whole pairs.
   struct SweepPair {

@@ -1311,6 +1311,18 @@ class SloTest : public CoordinatorTest {
     s.objective.slos = {{"p90_itl_ms", false, 50}};
     return s;
   }
+  // The load bisection's setting: ITL per unit of load 10 ms for the stock, 3 ms for
+  // speed=fast (20% faster), against p90_itl_ms <= 55 over a c1/c4/c16 sweep.
+  spec::SessionSpec LoadSpec() {
+    exec_.factors = {{"speed=fast", 1.20}};
+    itl_ms = {{"stock", 10}, {"fast", 3}};
+    itl_per_concurrency = 1;
+    spec::SessionSpec spec = SloSpec();
+    spec.objective.slos = {{"p90_itl_ms", false, 55}};
+    spec.workload.concurrency = 1;
+    spec.workload.sweep_concurrency = {1, 4, 16};
+    return spec;
+  }
   std::map<std::string, double> itl_ms;  // "stock" or the speed knob's value -> ms
   double itl_per_concurrency = 0;        // when set: itl_ms x concurrency x this
 };
@@ -1375,13 +1387,7 @@ TEST_F(SloTest, TheSweepJudgesEachArmAtEveryLoad) {
 // to c5: probes c10 (miss), c7 (miss), c5 (met), c6 (miss). The best (3 ms per unit)
 // meets it at every grid load: nothing to bisect.
 TEST_F(SloTest, TheSweepBisectsTheHighestLoadWithinTheSloBetweenGridPoints) {
-  exec_.factors = {{"speed=fast", 1.20}};
-  itl_ms = {{"stock", 10}, {"fast", 3}};
-  itl_per_concurrency = 1;
-  spec::SessionSpec spec = SloSpec();
-  spec.objective.slos = {{"p90_itl_ms", false, 55}};
-  spec.workload.concurrency = 1;
-  spec.workload.sweep_concurrency = {1, 4, 16};
+  spec::SessionSpec spec = LoadSpec();
   ListProposer p({"speed=fast"});
   SessionState s = Run(spec, &p);
   ASSERT_FALSE(s.BestIsStock());
@@ -1417,16 +1423,35 @@ TEST_F(SloTest, TheSweepBisectsTheHighestLoadWithinTheSloBetweenGridPoints) {
   EXPECT_EQ(back->slo_loads[0].probes[2].trials, l.probes[2].trials);
 }
 
+// A session that keeps the stock, with nothing to re-tune per point, still answers the
+// highest load within the SLO: the stock alone at each grid load, then the bisection.
+TEST_F(SloTest, AStockOnlySweepMeasuresTheStockAloneAndBisectsItsLoad) {
+  spec::SessionSpec spec = LoadSpec();
+  spec.workload.sweep_retune = 0;
+  ListProposer p({});
+  SessionState s = Run(spec, &p);
+  ASSERT_TRUE(s.BestIsStock());
+  ASSERT_EQ(s.sweep.size(), 3u);
+  for (const SweepPointRecord& pt : s.sweep) {
+    EXPECT_EQ(pt.stock_trials.size(), static_cast<size_t>(spec.measurement.min_pairs)) << pt.concurrency;
+    EXPECT_FALSE(pt.verdict.has_value()) << "nothing was compared";
+    EXPECT_EQ(pt.stock_slo_excess == 0, pt.concurrency <= 4) << pt.concurrency << " " << pt.stock_slo;
+  }
+  ASSERT_EQ(s.slo_loads.size(), 1u);
+  EXPECT_EQ(s.slo_loads[0].arm, "stock");
+  EXPECT_EQ(s.slo_loads[0].lo, 5);
+  EXPECT_EQ(s.slo_loads[0].hi, 6);
+  // Without SLOs such a sweep has nothing to do.
+  spec.objective.slos.clear();
+  spec.name = "no-slo";
+  ListProposer q({});
+  EXPECT_TRUE(Run(spec, &q).sweep.empty());
+}
+
 // The probes are bounded: `sweep.slo_search: 2` stops at c4..c7 and says why; 0 probes
 // nothing.
 TEST_F(SloTest, TheSloLoadBisectionStopsAtItsProbeLimit) {
-  exec_.factors = {{"speed=fast", 1.20}};
-  itl_ms = {{"stock", 10}, {"fast", 3}};
-  itl_per_concurrency = 1;
-  spec::SessionSpec spec = SloSpec();
-  spec.objective.slos = {{"p90_itl_ms", false, 55}};
-  spec.workload.concurrency = 1;
-  spec.workload.sweep_concurrency = {1, 4, 16};
+  spec::SessionSpec spec = LoadSpec();
   spec.workload.sweep_slo_search = 2;
   {
     ListProposer p({"speed=fast"});
