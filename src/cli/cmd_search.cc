@@ -500,7 +500,6 @@ int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
                 stock.empty() ? "(engine defaults)" : stock.ToString().c_str(),
                 aa ? "under another name" : "with ", aa ? "" : change.ToString().c_str(), run_dir.c_str());
   print(buf);
-  int measured_pairs = 0;
   auto make_runner = [&](int) -> std::unique_ptr<session::TrialRunner> {
     return std::make_unique<LiveRunner>(*w.executor, stock, candidate, point, next_trial);
   };
@@ -519,16 +518,11 @@ int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
     auto runner = make_runner(-1);
     auto done = session::RunComparison(*runner, plan, log);
     if (!done) return ReportError(done.error());
-    std::vector<double> ratios;
-    for (int i = 0; i < log.pairs(); ++i) {
-      if (a[static_cast<size_t>(i)] > 0) ratios.push_back(b[static_cast<size_t>(i)] / a[static_cast<size_t>(i)]);
-    }
-    measured_pairs = log.pairs();
-    reference = lab::PairedEffect(ratios);
+    reference = lab::PairedEffect(log.Ratios());
     print("  the change's effect, measured first: " + EffectText(*reference) + "\n");
     if (reference->pairs < 2) {
       return ReportError(Error{ErrorCode::kFailedPrecondition,
-                               "the reference pairs did not measure (" + std::to_string(measured_pairs) +
+                               "the reference pairs did not measure (" + std::to_string(log.pairs()) +
                                    " of " + std::to_string(reference_pairs) + " pairs valid); see " + run_dir,
                                {}});
     }

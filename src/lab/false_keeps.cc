@@ -172,9 +172,8 @@ Result<FalseKeepResult> MeasureKeepsWith(const std::function<std::unique_ptr<ses
       HONE_ASSIGN_OR_RETURN(comparison, session::RunComparison(runner, plan, log));
       ++compared;
       pairs += log.pairs();
-      for (int i = 0; i < log.pairs(); ++i) {
-        if (a[static_cast<size_t>(i)] > 0) out.pair_ratios.push_back(b[static_cast<size_t>(i)] / a[static_cast<size_t>(i)]);
-      }
+      const std::vector<double> ratios = log.Ratios();
+      out.pair_ratios.insert(out.pair_ratios.end(), ratios.begin(), ratios.end());
       decision_pairs = log.pairs();
     }
     const session::Decision decision = session::Decide(comparison, vetoes);

@@ -16,6 +16,14 @@ std::vector<double> PairLog::a() const { return {a_values_.begin(), a_values_.be
 
 std::vector<double> PairLog::b() const { return {b_values_.begin(), b_values_.begin() + pairs()}; }
 
+std::vector<double> PairLog::Ratios() const {
+  std::vector<double> out;
+  for (size_t i = 0; i < static_cast<size_t>(pairs()); ++i) {
+    if (a_values_[i] > 0) out.push_back(b_values_[i] / a_values_[i]);
+  }
+  return out;
+}
+
 std::vector<std::string> PairLog::Interleaved() const {
   std::vector<std::string> out;
   for (size_t i = 0; i < static_cast<size_t>(pairs()); ++i) {

@@ -54,6 +54,8 @@ class PairLog {
   // The whole pairs' values (a half pair left out).
   std::vector<double> a() const;
   std::vector<double> b() const;
+  // B / A of each whole pair (pairs whose A is not positive left out).
+  std::vector<double> Ratios() const;
   // The whole pairs' trial ids in the order they ran: A1 B1 A2 B2 ...
   std::vector<std::string> Interleaved() const;
 

@@ -259,6 +259,15 @@ TEST_F(ComparisonTest, AnAAComparisonRunsItsPairsWithHooks) {
   EXPECT_EQ(retries, 1);
 }
 
+// B / A per whole pair: a half pair and a non-positive A are left out.
+TEST(PairLogTest, RatiosAreOfWholePairsWithAPositiveA) {
+  std::vector<std::string> at{"t1", "t3", "t5", "t7"}, bt{"t2", "t4", "t6"};
+  std::vector<double> av{100, 0, 50, 80}, bv{110, 90, 40};
+  PairLog log(at, av, bt, bv);
+  ASSERT_EQ(log.pairs(), 3);
+  EXPECT_EQ(log.Ratios(), (std::vector<double>{1.1, 0.8}));
+}
+
 TEST(DecideTest, VetoesOnlyMakeTheOutcomeMoreConservative) {
   ComparisonResult keep;
   keep.judged = measure::VerdictResult{};

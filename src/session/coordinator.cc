@@ -218,7 +218,7 @@ Status Coordinator::Sweep() {
       return r.retune_base_trials.empty() && r.stock_trials.empty();
     });
   }
-  HONE_TRY(SearchSloLoads(concs));
+  HONE_TRY(SearchSloLoads());
   state_.last_sweep_config = state_.best.Hash() + state_.server_binary;
   // Points the budget left out are named, not dropped in silence (the GPU session of
   // 2026-12-04 measured one of its three).
@@ -251,28 +251,35 @@ Status Coordinator::Sweep() {
 // is the stock; no verdict, since nothing was compared). A failed trial leaves the point
 // unmeasured.
 Status Coordinator::MeasureStockAt(const measure::OperatingPoint& p, SweepPointRecord& rec) {
-  const int n = std::max(1, spec_.measurement.min_pairs);
-  if (ledger_.Stopping() || !ledger_.CanAfford(n)) return Ok();
+  if (ledger_.Stopping() || !ledger_.CanAfford(std::max(1, spec_.measurement.min_pairs))) return Ok();
   ledger_.Progress("  sweep " + p.Label() + ": the stock alone (nothing to re-tune; for the load at SLO)");
-  double objective = 0, tps = 0, intvty = 0;
-  for (int i = 0; i < n; ++i) {
-    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, ledger_.RunTrial(Arm{TrialRole::kSweep, state_.stock, ""}, p));
-    if (!o.launched || !o.valid) {
-      rec.stock_trials.clear();
-      return Ok();
-    }
-    rec.stock_trials.push_back(o.id);
-    objective += o.objective;
-    tps += o.result.total_tps;
-    intvty += o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0;
-  }
-  rec.stock_objective = rec.best_objective = objective / n;
-  rec.stock_tps = rec.best_tps = tps / n;
-  rec.stock_intvty = rec.best_intvty = intvty / n;
+  HONE_ASSIGN_OR_RETURN(AloneRun run, RunAlone(Arm{TrialRole::kSweep, state_.stock, ""}, p));
+  if (!run.ok) return Ok();
+  rec.stock_trials = run.trials;
+  rec.stock_objective = rec.best_objective = run.objective;
+  rec.stock_tps = rec.best_tps = run.tps;
+  rec.stock_intvty = rec.best_intvty = run.intvty;
   const measure::PooledSlo slo = ledger_.SloOf(rec.stock_trials);
   rec.stock_slo = rec.best_slo = slo.Describe();
   rec.stock_slo_excess = rec.best_slo_excess = slo.excess;
   return Ok();
+}
+
+Result<Coordinator::AloneRun> Coordinator::RunAlone(const Arm& arm, const measure::OperatingPoint& p) {
+  const int n = std::max(1, spec_.measurement.min_pairs);
+  AloneRun run;
+  for (int i = 0; i < n; ++i) {
+    HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o, ledger_.RunTrial(arm, p));
+    run.trials.push_back(o.id);
+    if (!o.launched || !o.valid) {
+      run.ok = false;
+      return run;
+    }
+    run.objective += o.objective / n;
+    run.tps += o.result.total_tps / n;
+    run.intvty += (o.result.intvty.count("p50") ? o.result.intvty.at("p50") : 0) / n;
+  }
+  return run;
 }
 
 // The highest load within the SLO (issue 18.2), refined between grid points: the grid
@@ -281,13 +288,10 @@ Status Coordinator::MeasureStockAt(const measure::OperatingPoint& p, SweepPointR
 // Each probe is min_pairs trials of the arm alone at that load, the SLO judged on their
 // pooled requests like a grid point's arm. The arms are the stock and the session's
 // best (the configuration a user deploys), each bracketed by its own grid trials.
-Status Coordinator::SearchSloLoads(const std::vector<int>& concurrencies) {
+Status Coordinator::SearchSloLoads() {
   state_.slo_loads.clear();
   const int max_probes = spec_.workload.sweep_slo_search;
-  if (!ledger_.HasSlo() || max_probes <= 0 || concurrencies.size() < 2) return Ok();
-  std::vector<int> grid = concurrencies;
-  std::ranges::sort(grid);
-  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  if (!ledger_.HasSlo() || max_probes <= 0) return Ok();  // a grid of one load brackets nothing below
   const int trials_per_probe = std::max(1, spec_.measurement.min_pairs);
   struct ArmSpec {
     const char* name;
@@ -327,7 +331,8 @@ Status Coordinator::SearchSloLoads(const std::vector<int>& concurrencies) {
         lo_tps = met_tps.second;
       }
       if (!lo || !hi || *hi - *lo <= 1) continue;  // nothing between: the grid's answer stands
-      SloLoadSearch search;
+      // In the state from here on, so every probe is saved with it.
+      SloLoadSearch& search = state_.slo_loads.emplace_back();
       search.isl = isl;
       search.osl = osl;
       search.arm = arm.name;
@@ -351,19 +356,9 @@ Status Coordinator::SearchSloLoads(const std::vector<int>& concurrencies) {
         const measure::OperatingPoint point{mid, isl, osl};
         SloLoadProbe probe;
         probe.concurrency = mid;
-        double tps = 0;
-        bool failed = false;
-        for (int t = 0; t < trials_per_probe; ++t) {
-          HONE_ASSIGN_OR_RETURN(measure::TrialOutcome o,
-                                ledger_.RunTrial(Arm{TrialRole::kSweep, arm.config, arm.binary}, point));
-          probe.trials.push_back(o.id);
-          if (!o.launched || !o.valid) {
-            failed = true;
-            break;
-          }
-          tps += o.result.total_tps;
-        }
-        if (failed) {  // a load the arm cannot serve is not within the SLO
+        HONE_ASSIGN_OR_RETURN(AloneRun run, RunAlone(Arm{TrialRole::kSweep, arm.config, arm.binary}, point));
+        probe.trials = run.trials;
+        if (!run.ok) {  // a load the arm cannot serve is not within the SLO
           probe.met = false;
           probe.slo = "trial failed: " + probe.trials.back();
         } else {
@@ -371,7 +366,7 @@ Status Coordinator::SearchSloLoads(const std::vector<int>& concurrencies) {
           probe.met = slo.ok;
           probe.excess = slo.excess;
           probe.slo = slo.Describe();
-          probe.tps = tps / trials_per_probe;
+          probe.tps = run.tps;
         }
         (probe.met ? search.lo : search.hi) = mid;
         ledger_.Event("slo_load_probe", {{"arm", search.arm},
@@ -381,11 +376,8 @@ Status Coordinator::SearchSloLoads(const std::vector<int>& concurrencies) {
         ledger_.Progress("sweep: " + std::string(arm.name) + " at c" + std::to_string(mid) + ": " +
                          (probe.met ? "meets" : "misses") + " the SLO (" + probe.slo + ")");
         search.probes.push_back(std::move(probe));
-        state_.slo_loads.push_back(search);  // saved with every probe
         HONE_TRY(ledger_.Save());
-        state_.slo_loads.pop_back();
       }
-      state_.slo_loads.push_back(std::move(search));
       HONE_TRY(ledger_.Save());
     }
   }

@@ -77,8 +77,17 @@ class Coordinator {
   Status RetunePoint(const measure::OperatingPoint& p, SweepPointRecord& rec);
   // With SLOs, after the grid: per ISL/OSL and arm, bisects the concurrency between the
   // grid's highest load within the SLO and the next that missed it (state_.slo_loads).
-  Status SearchSloLoads(const std::vector<int>& concurrencies);
+  Status SearchSloLoads();
   Status MeasureStockAt(const measure::OperatingPoint& p, SweepPointRecord& rec);
+  // max(1, min_pairs) trials of one arm alone at a load, nothing compared: their ids and
+  // the means of the objective, total tok/s and p50 interactivity. A trial that fails
+  // to launch or runs invalid ends the run with ok = false (its id is the last one).
+  struct AloneRun {
+    std::vector<std::string> trials;
+    bool ok = true;
+    double objective = 0, tps = 0, intvty = 0;
+  };
+  Result<AloneRun> RunAlone(const Arm& arm, const measure::OperatingPoint& p);
   // One sweep comparison at a point: min_pairs pairs of a against b into `log`, judged at
   // one look, with each arm's mean total tok/s and p50 interactivity over its whole pairs.
   struct SweepPair {
