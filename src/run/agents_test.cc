@@ -30,6 +30,7 @@
 #include "testing/kb_recipes.h"
 #include "testing/patch_fixture.h"
 #include "testing/test_util.h"
+#include "testing/validated_state.h"
 
 namespace hone::run {
 namespace {
@@ -261,14 +262,7 @@ TEST_F(AgentsTest, TheCriticsLearningIsANoteTheNextSessionsOrchestratorReads) {
   // The close's admission: a validated best (forced here: this test is about the note).
   session::SessionState s = first.state;
   if (s.BestIsStock()) s.best = s.stock.Merged(Config{{"threads", "1"}});
-  s.validated = true;
-  s.validated_gain = 0.2;
-  s.validated_lo = 1.1;
-  s.validated_hi = 1.3;
-  s.validated_best_objective = 120;
-  s.validated_stock_objective = 100;
-  s.validation_verdict = Verdict::kKeep;
-  s.validation_trials = {"t20", "t21"};
+  session::testing::MarkValidatedKeep(s);
   spec_.kb.path = (dir_->path() / "kb.sqlite").string();
   ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
   ASSERT_TRUE(store);

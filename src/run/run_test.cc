@@ -21,6 +21,7 @@
 #include "testing/kb_postgres.h"
 #include "testing/kb_recipes.h"
 #include "testing/test_util.h"
+#include "testing/validated_state.h"
 
 namespace hone::run {
 namespace {
@@ -157,14 +158,7 @@ TEST_F(RunTest, TheCloseAdmitsOnlyAValidatedBestWithWhatTheCandidatesTaught) {
   EXPECT_FALSE(AdmissionFor(s, spec_, q, {}, &why));
   EXPECT_EQ(why, "not recorded: the best configuration was not re-validated at close");
 
-  s.validated = true;
-  s.validated_gain = 0.2;
-  s.validated_lo = 1.1;
-  s.validated_hi = 1.3;
-  s.validated_best_objective = 120;
-  s.validated_stock_objective = 100;
-  s.validation_verdict = Verdict::kKeep;
-  s.validation_trials = {"t20", "t21"};
+  session::testing::MarkValidatedKeep(s);
   s.close_accuracy = "pass: token agreement 100%";
   s.candidates = {Candidate("c1", Config{{"weights", "q8_0"}}, Verdict::kKeep),
                   Candidate("c2", Config{{"ubatch", "64"}, {"batch", "64"}}, Verdict::kKeep),  // two knobs: no learning
