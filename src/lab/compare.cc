@@ -360,6 +360,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
     search::PlannerOptions po;
     po.domain = domain;
     po.protocol = ProtocolOf(options.protocol.measurement);
+    po.seed = MixSeed(seed, 10);
     search::Planner p(catalog, heuristics, po);
     Run tp = Simulate(p, s, MixSeed(seed, 1), r.horizon, enough, i == 0);
     record(planner, i, tp, true);

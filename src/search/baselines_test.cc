@@ -228,6 +228,45 @@ TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
   EXPECT_FALSE(restored.Load("{not json"));
 }
 
+// The planner explores with a TPE that has seen what the planner measured: recorded
+// configurations count as observations (the start-up is over sooner) and are never
+// proposed again; TPE's own candidates are left to Observe.
+TEST_F(BaselinesTest, TpeLearnsFromConfigurationsAnotherProposerMeasured) {
+  ResponseSurface s = Surface(0.0);
+  DomainOptions d;
+  for (const SurfaceAxis& a : s.axes()) d.fixed.emplace_back(a.knob, a.values);
+  ProposalContext ctx;
+  ctx.stock = s.stock();
+  ctx.best = ctx.stock;
+  ctx.tried.insert(ctx.stock.Hash());
+  const double stock = s.Find(ctx.stock)->mean();
+  TpeProposer tpe(catalog_, d, 3, TpeOptions{.startup = 3});
+  int recorded = 0;
+  ASSERT_OK(tpe.Prepare(ctx));
+  for (const SurfacePoint& p : s.points()) {
+    if (p.config == ctx.stock || recorded == 3) continue;
+    Candidate c{.idea = "a=" + p.config.GetOr("a", ""), .delta = p.config};
+    tpe.Record(p.config, {c, p.config, Verdict::kRevert, p.mean() / stock - 1, ""});
+    ctx.tried.insert(p.config.Hash());
+    ++recorded;
+  }
+  EXPECT_NE(tpe.Describe().find("3 measured"), std::string::npos) << tpe.Describe();
+  auto c = tpe.Next(ctx);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->title.find("start-up"), std::string::npos) << c->title;  // the model, at once
+  // Its own candidate is Observe's: Record leaves it alone.
+  Config full = ctx.best.Merged(c->delta);
+  tpe.Record(full, {*c, full, Verdict::kRevert, 0.0, ""});
+  EXPECT_NE(tpe.Describe().find("3 measured"), std::string::npos) << tpe.Describe();
+  tpe.Observe({*c, full, Verdict::kRevert, 0.0, ""});
+  EXPECT_NE(tpe.Describe().find("4 measured"), std::string::npos) << tpe.Describe();
+  // A value outside the options is no point.
+  Config odd = ctx.stock;
+  odd.Set("a", "nowhere");
+  tpe.Record(odd, {{.idea = "a=nowhere"}, odd, Verdict::kRevert, 0.0, ""});
+  EXPECT_NE(tpe.Describe().find("4 measured"), std::string::npos) << tpe.Describe();
+}
+
 TEST_F(BaselinesTest, TpeScoresFailuresBelowEverythingMeasured) {
   ResponseSurface s = Surface(0.0);
   DomainOptions d;

@@ -54,4 +54,13 @@ double ExpectedImprovement(double mean, double sd, double best) {
   return std::max(d * cdf + sd * pdf, 0.0);
 }
 
+double KeptGain(double mean, double sd, double threshold, double se) {
+  const double S = std::sqrt(sd * sd + se * se);
+  if (S <= 1e-12) return mean >= threshold ? std::max(mean, 0.0) : 0.0;
+  const double z = (mean - threshold) / S;
+  const double pdf = std::exp(-0.5 * z * z) / std::sqrt(2 * M_PI);
+  const double cdf = 0.5 * std::erfc(-z / std::sqrt(2.0));
+  return std::max(mean * cdf + sd * sd / S * pdf, 0.0);
+}
+
 }  // namespace hone::search

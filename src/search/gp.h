@@ -37,6 +37,15 @@ class Gp1d {
 
 // E[max(0, Y - best)] for Y ~ N(mean, sd^2).
 double ExpectedImprovement(double mean, double sd, double best);
+// E[Y * P(keep | Y)] for Y ~ N(mean, sd^2), where a measured gain keeps with
+// probability Phi((Y - threshold) / se): the gain a candidate is expected to *prove*
+// when only estimates at or above `threshold` (the keep threshold, log) are kept and
+// the estimate has sd `se`. Closed form (E[Y Phi((Y - t)/se)] for Gaussian Y):
+// mean Phi(z) + sd^2 / S phi(z), S = sqrt(sd^2 + se^2), z = (mean - t) / S. With a
+// threshold of 0 and no estimation noise it is the expected improvement over 0 plus
+// the mean's share below it; above a high threshold it is the tail a single move
+// rarely reaches and a multi-knob move (larger sd) does.
+double KeptGain(double mean, double sd, double threshold, double se);
 // The GP input for a knob value.
 double GpInput(double value);
 

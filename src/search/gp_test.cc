@@ -46,5 +46,28 @@ TEST(GpTest, ExpectedImprovement) {
   EXPECT_EQ(GpInput(1), 1.0);
 }
 
+// What a change is expected to prove under a keep threshold: with no threshold and no
+// estimation noise, the expected improvement plus nothing; above a threshold, the
+// tail, which a wider belief (a multi-knob move) reaches more often.
+TEST(GpTest, KeptGainIsTheGainAboveTheKeepThreshold) {
+  EXPECT_NEAR(KeptGain(0.0, 0.1, 0.0, 0.0), ExpectedImprovement(0.0, 0.1, 0.0), 1e-12);
+  EXPECT_DOUBLE_EQ(KeptGain(0.3, 0.0, 0.2, 0.0), 0.3);  // certain and above: all of it
+  EXPECT_DOUBLE_EQ(KeptGain(0.1, 0.0, 0.2, 0.0), 0.0);  // certain and below: none
+  EXPECT_LT(KeptGain(0.0, 0.1, 0.15, 0.02), KeptGain(0.0, 0.1, 0.02, 0.02));
+  // Under a high threshold the wider belief expects to prove more, by a larger factor
+  // than under a low one.
+  const double wide_high = KeptGain(0.0, 0.2, 0.15, 0.03), narrow_high = KeptGain(0.0, 0.1, 0.15, 0.03);
+  const double wide_low = KeptGain(0.0, 0.2, 0.01, 0.03), narrow_low = KeptGain(0.0, 0.1, 0.01, 0.03);
+  EXPECT_GT(wide_high / narrow_high, wide_low / narrow_low);
+  // E[Y Phi((Y - t)/se)] by brute force.
+  double sum = 0, w = 0;
+  for (double z = -8; z <= 8; z += 0.001) {
+    const double y = 0.05 + 0.1 * z, pdf = std::exp(-0.5 * z * z);
+    sum += y * 0.5 * std::erfc(-(y - 0.12) / 0.04 / std::sqrt(2.0)) * pdf;
+    w += pdf;
+  }
+  EXPECT_NEAR(KeptGain(0.05, 0.1, 0.12, 0.04), sum / w, 1e-6);
+}
+
 }  // namespace
 }  // namespace hone::search

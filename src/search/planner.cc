@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/rng.h"
 #include "core/strings.h"
 #include "search/baselines.h"
 #include "search/gp.h"
@@ -33,7 +34,10 @@ std::string Num(double v) {
 }  // namespace
 
 Planner::Planner(const target::KnobCatalog& catalog, Heuristics heuristics, PlannerOptions options)
-    : catalog_(catalog), heuristics_(std::move(heuristics)), options_(std::move(options)) {
+    : catalog_(catalog),
+      heuristics_(std::move(heuristics)),
+      options_(std::move(options)),
+      explorer_(catalog, options_.domain, MixSeed(options_.seed, 0x7e)) {
   if (options_.framework.empty()) options_.framework = catalog_.framework();
   fw_ = heuristics_.Framework(options_.framework);
   if (options_.protocol) cost_.emplace(*options_.protocol);
@@ -195,6 +199,16 @@ double Planner::IncumbentEffect(const std::string& knob) const {
   return b.current_effect;
 }
 
+double Planner::Kept(double mean, double sd) const {
+  const MeasurementProtocol p = cost_ ? cost_->protocol() : MeasurementProtocol{};
+  const double threshold = std::log1p(std::max(p.min_gain, ctx_.floor));
+  // One trial's log noise from the A/A floor (the median |A2/A1 - 1| = 0.6745 sqrt(2) sd),
+  // and the estimate's after the last look's pairs.
+  const double trial_noise = ctx_.floor / (0.6745 * std::sqrt(2.0));
+  const double se = trial_noise * std::sqrt(2.0 / std::max(1, p.max_pairs));
+  return KeptGain(mean, sd, threshold, se);
+}
+
 void Planner::ScoreNode(IdeaNode& n) {
   double urgency = ctx_.headroom ? std::clamp(1.0 - *ctx_.headroom, 0.0, 1.0) : 0.5;
   double ei = 0, cost = 1, risk = 0, mult = 1;
@@ -205,7 +219,7 @@ void Planner::ScoreNode(IdeaNode& n) {
     const target::Knob* k = catalog_.Find(n.knob);
     GpPrediction p = Posterior(n.knob, n.value, n.prior_mean);
     double best = IncumbentEffect(n.knob);
-    ei = ExpectedImprovement(p.mean, p.sd, best);
+    ei = Kept(p.mean - best, p.sd);
     effect_mean = p.mean - best;
     effect_sd = p.sd;
     int measured = 0;
@@ -227,7 +241,7 @@ void Planner::ScoreNode(IdeaNode& n) {
         mult *= std::pow(0.5, it->second.crashes) * std::pow(0.5, it->second.accuracy_failures);
       }
     }
-    ei = ExpectedImprovement(n.prior_mean, scale, 0.0);
+    ei = Kept(n.prior_mean, scale);
     effect_mean = n.prior_mean;
     effect_sd = scale;
     model = "bundle, sd " + Num(scale);
@@ -303,6 +317,71 @@ void Planner::UpdateCombination() {
   tree_.Add(std::move(n), -1);
 }
 
+bool Planner::FloorBlocksSingleMoves() const {
+  const IdeaNode* top = nullptr;
+  for (const IdeaNode& n : tree_.nodes()) {
+    if (n.proposable() && (!top || n.score > top->score)) top = &n;
+  }
+  if (!top) return true;
+  if (top->kind != IdeaKind::kValue) return false;  // a multi-knob idea of the tree's own
+  GpPrediction p = Posterior(top->knob, top->value, top->prior_mean);
+  const double best = IncumbentEffect(top->knob);
+  return Kept(p.mean - best, p.sd) < 0.5 * ExpectedImprovement(p.mean, p.sd, best);
+}
+
+void Planner::AttributeEffect(const Config& resolved, double log_gain) {
+  struct Member {
+    std::string knob, value;
+    double mean, var, base;
+  };
+  std::vector<Member> members;
+  double mean = 0, var = 0;
+  for (const auto& [k, v] : resolved.values()) {
+    auto it = beliefs_.find(k);
+    if (it == beliefs_.end() || it->second.current == v) continue;
+    const double base = IncumbentEffect(k);
+    GpPrediction p = Posterior(k, v, 0.0);
+    members.push_back({k, v, p.mean - base, p.sd * p.sd, base});
+    mean += p.mean - base;
+    var += p.sd * p.sd;
+  }
+  const double total = var + ctx_.noise * ctx_.noise;
+  if (members.empty() || total <= 0) return;
+  for (const Member& m : members) {
+    RecordEffect(m.knob, m.value, m.base + m.mean + m.var / total * (log_gain - mean));
+  }
+}
+
+void Planner::AddRetries(int failed_id) {
+  if (!fw_) return;
+  const IdeaNode f = tree_.at(failed_id);
+  std::set<std::string> partners;
+  if (auto it = fw_->interactions.find(f.knob); it != fw_->interactions.end()) {
+    partners.insert(it->second.begin(), it->second.end());
+  }
+  for (const auto& [k, others] : fw_->interactions) {
+    if (std::find(others.begin(), others.end(), f.knob) != others.end()) partners.insert(k);
+  }
+  for (const std::string& j : partners) {
+    auto b = beliefs_.find(j);
+    const KnobDomain* kd = domain_.Find(j);
+    if (j == f.knob || b == beliefs_.end() || b->second.pruned || !kd) continue;
+    for (const std::string& w : kd->values) {
+      if (w == b->second.current) continue;
+      IdeaNode n;
+      n.kind = IdeaKind::kBundle;
+      n.key = "retry:" + f.key + "," + j + "=" + w;
+      n.title = "set " + f.knob + " to " + f.value + " with " + j + "=" + w;
+      n.delta = Config{{f.knob, f.value}, {j, w}};
+      n.category = f.category;
+      n.origin = "retry";
+      n.prior_note = f.key + " failed to launch with " + j + "=" + b->second.current + "; " + f.knob + " and " + j +
+                     " interact";
+      tree_.Add(std::move(n), failed_id);
+    }
+  }
+}
+
 void Planner::Rescore() {
   for (IdeaNode& n : tree_.mutable_nodes()) {
     if (n.proposable()) ScoreNode(n);
@@ -349,8 +428,64 @@ std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
     std::string now = catalog_.ValueOf(ctx.best, *k);
     if (now != b.current) Rebase(knob, now);
   }
+  (void)explorer_.Prepare(ctx);  // no knob to explore leaves the tree alone
   UpdateCombination();
   Rescore();
+  // Where the keep threshold blocks single moves, or no idea of the tree is left to
+  // measure, the next move is a multi-knob one drawn from TPE; never above the
+  // roofline's bound (nothing can gain there).
+  const bool below_roof =
+      !ctx_.headroom || *ctx_.headroom <= 0 ||
+      -std::log(*ctx_.headroom) - best_level_ > std::log1p(options_.min_expected_gain);
+  if (below_roof && FloorBlocksSingleMoves()) {
+    if (auto c = Explore(ctx, "the keep threshold blocks single moves")) return c;
+  }
+  if (auto c = FromTree(ctx)) return c;
+  const std::string stopped = stop_note_;
+  if (options_.explore && below_roof) {
+    if (auto c = Explore(ctx, stopped)) return c;
+  }
+  stop_note_ = stopped;
+  return std::nullopt;
+}
+
+std::optional<Candidate> Planner::Explore(const ProposalContext& ctx, const std::string& why) {
+  std::optional<Candidate> c;
+  for (int attempt = 0; attempt < 8 && !c; ++attempt) {
+    c = explorer_.Next(ctx);
+    if (!c) return std::nullopt;
+    // TPE spells out every knob; values the incumbent already has are no change.
+    Config delta;
+    for (const auto& [k, v] : c->delta.values()) {
+      const target::Knob* knob = catalog_.Find(k);
+      if (!knob || catalog_.ValueOf(ctx.best, *knob) != v) delta.Set(k, v);
+    }
+    if (delta.size() == 0) {
+      explorer_.Observe({*c, ctx.best, Verdict::kInvalid, 0, ""});  // the incumbent itself: no evidence
+      c.reset();
+      continue;
+    }
+    c->delta = delta;
+  }
+  if (!c) return std::nullopt;
+  IdeaNode n;
+  n.kind = IdeaKind::kBundle;
+  n.key = c->idea;
+  n.title = "explore: " + c->title;
+  n.delta = c->delta;
+  n.category = "combination";
+  n.origin = "explore";
+  n.state = IdeaState::kProposed;
+  n.order = ++proposals_;
+  n.why = why;
+  pending_ = tree_.Add(std::move(n), -1);
+  pending_full_ = ctx.best.Merged(c->delta);
+  c->rationale = why + ": " + c->rationale;
+  stop_note_.clear();
+  return c;
+}
+
+std::optional<Candidate> Planner::FromTree(const ProposalContext& ctx) {
   std::vector<int> order;
   for (const IdeaNode& n : tree_.nodes()) {
     if (n.proposable()) order.push_back(n.id);
@@ -377,6 +512,7 @@ std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
     n.state = IdeaState::kProposed;
     n.order = ++proposals_;
     pending_ = id;
+    pending_full_ = full;
     Candidate c;
     c.idea = n.key;
     c.title = n.title;
@@ -524,6 +660,12 @@ void Planner::Observe(const Observation& obs) {
     if (id < 0) return;
   } else {
     pending_ = -1;
+    // The explorer learns from every measured configuration of this planner.
+    if (tree_.at(id).origin == "explore") {
+      explorer_.Observe(obs);
+    } else {
+      explorer_.Record(pending_full_, obs);
+    }
   }
   // Copies: expanding the tree below may move its nodes.
   const IdeaNode snapshot = tree_.at(id);
@@ -573,6 +715,8 @@ void Planner::Observe(const Observation& obs) {
             tree_.at(rid).prior_mean = snapshot.prior_mean;
           }
         }
+      } else {
+        AttributeEffect(Resolve(snapshot.delta), log_gain);
       }
       break;
     case Verdict::kLaunchFailed:
@@ -581,6 +725,9 @@ void Planner::Observe(const Observation& obs) {
       n.state = IdeaState::kFailed;
       n.note = launch ? "launch failed" + (obs.failure_kind.empty() ? "" : ": " + obs.failure_kind)
                       : "accuracy gate failed";
+      // An explored configuration's failure is the combination's; the tree's ideas of
+      // its members keep their standing (the explorer scores the configuration).
+      if (snapshot.origin == "explore") break;
       for (const std::string& k : knobs_of()) {
         auto it = beliefs_.find(k);
         if (it == beliefs_.end()) continue;
@@ -596,6 +743,9 @@ void Planner::Observe(const Observation& obs) {
           }
         }
       }
+      // Tree nodes are added last: `n` refers into the tree.
+      const bool engine_rejects = obs.failure_kind == "bad_flag" || obs.failure_kind == "unsupported";
+      if (launch && !engine_rejects && snapshot.kind == IdeaKind::kValue) AddRetries(id);
       break;
     }
     case Verdict::kInvalid:
@@ -644,6 +794,8 @@ std::string Planner::Save() const {
   j["proposals"] = proposals_;
   j["pending"] = pending_;
   j["ctx"] = {{"concurrency", ctx_.concurrency}, {"cpus", ctx_.cpus}, {"noise", ctx_.noise}};
+  j["explorer"] = explorer_.Save();
+  j["pending_full"] = pending_full_.values();
   return j.dump();
 }
 
@@ -699,6 +851,11 @@ Status Planner::Load(const std::string& saved) {
     ctx_.concurrency = j.at("ctx").value("concurrency", 1);
     ctx_.cpus = j.at("ctx").value("cpus", 1);
     ctx_.noise = j.at("ctx").value("noise", options_.default_noise);
+    HONE_TRY(explorer_.Load(j.value("explorer", std::string())));
+    pending_full_ = Config();
+    for (const auto& [k, v] : j.value("pending_full", json::object()).get<std::map<std::string, std::string>>()) {
+      pending_full_.Set(k, v);
+    }
     return Ok();
   });
   if (!parsed) return Fail(parsed.error());
@@ -725,7 +882,10 @@ std::string Planner::Describe() const {
 
 Result<std::unique_ptr<Proposer>> MakeProposer(const std::string& strategy, const target::KnobCatalog& catalog,
                                                const Heuristics& heuristics, PlannerOptions options, uint64_t seed) {
-  if (strategy == "planner") return std::unique_ptr<Proposer>(new Planner(catalog, heuristics, std::move(options)));
+  if (strategy == "planner") {
+    options.seed = seed;
+    return std::unique_ptr<Proposer>(new Planner(catalog, heuristics, std::move(options)));
+  }
   if (strategy == "random") return std::unique_ptr<Proposer>(new RandomProposer(catalog, options.domain, seed));
   if (strategy == "grid") return std::unique_ptr<Proposer>(new GridProposer(catalog, options.domain, 0, seed));
   if (strategy == "tpe") return std::unique_ptr<Proposer>(new TpeProposer(catalog, options.domain, seed));

@@ -44,6 +44,7 @@
 #include "search/heuristics.h"
 #include "search/idea_tree.h"
 #include "search/proposer.h"
+#include "search/tpe.h"
 #include "search/trial_cost.h"
 #include "target/catalog.h"
 
@@ -78,6 +79,11 @@ struct PlannerOptions {
   // per expected server run (search/trial_cost.h), so ideas likely to end near neutral
   // (every look of the pairs) rank below ideas a screen or one look decides.
   std::optional<MeasurementProtocol> protocol;
+  // Seeds the draws of jump moves (below); a session passes search.seed, so two
+  // identical sessions propose the same jumps.
+  uint64_t seed = 0;
+  // Explore with TPE once the tree has nothing worth measuring (instead of stopping).
+  bool explore = true;
 };
 
 class Planner final : public Proposer {
@@ -127,6 +133,12 @@ class Planner final : public Proposer {
   // The estimated effect of the incumbent's value of a knob.
   double IncumbentEffect(const std::string& knob) const;
   double PriorScale(const std::string& category) const;
+  // The gain a change believed N(mean, sd^2) (log, vs the incumbent) is expected to
+  // prove under the session's keep rule (gp.h KeptGain): the protocol's threshold,
+  // max(min_gain, noise floor), and the estimate's noise after the last look. (The
+  // interval's half-width is a higher bar than the threshold at high noise; scoring
+  // against it did worse on every surface tried, docs/search.md.)
+  double Kept(double mean, double sd) const;
   Config Resolve(const Config& delta) const;
   void RecordEffect(const std::string& knob, const std::string& value, double log_effect);
   void Rebase(const std::string& knob, const std::string& new_value);
@@ -139,6 +151,28 @@ class Planner final : public Proposer {
   // evidence no longer supports is pruned.
   void UpdateCombination();
   void ReopenInteractions(const std::string& knob, int win_id);
+  // Exploration: where the keep threshold blocks single moves (the tree's best-scored
+  // idea is a single value expected to prove less than half its expected improvement,
+  // gp.h KeptGain), or the tree has nothing left worth measuring, the next candidate
+  // is a multi-knob move
+  // drawn from TPE (tpe.h) that has seen every configuration this planner measured: on
+  // noisy surfaces with interacting knobs a gain large enough to prove takes several
+  // knobs at once, and the univariate good/bad densities find values that only pay
+  // together (parallel=2 with threads=1) where the planner's additive belief cannot.
+  // The move is a tree node (origin "explore"); its outcome updates the beliefs like a
+  // bundle's.
+  std::optional<Candidate> Explore(const ProposalContext& ctx, const std::string& why);
+  std::optional<Candidate> FromTree(const ProposalContext& ctx);
+  bool FloorBlocksSingleMoves() const;
+  // A multi-knob candidate that was not kept still says something about each member:
+  // under the additive belief, the measured log gain g of members with beliefs
+  // N(m_k, v_k) moves each to m_k + v_k / (sum v + noise^2) (g - sum m), recorded as
+  // the member's measured effect.
+  void AttributeEffect(const Config& resolved, double log_gain);
+  // A value that failed to launch may work with another value of a knob it interacts
+  // with (heuristics' interactions, both directions: cache_type_k=q8_0 with
+  // flash_attn=off): one two-knob retry per other value, as children of the failure.
+  void AddRetries(int failed_id);
   int FindProposed(const Observation& obs) const;
   // An observation of a candidate this planner did not propose (the warm replay of a
   // knowledge-base recipe): when it changed one knob of the current incumbent, the
@@ -164,6 +198,8 @@ class Planner final : public Proposer {
   // prelude, before the first Next()): applied once the tree is built.
   std::vector<Observation> foreign_;
   std::string stop_note_;
+  TpeProposer explorer_;
+  Config pending_full_;  // the configuration of the pending proposal
 };
 
 // The proposer a session's `search.strategy` names: planner, random or grid.

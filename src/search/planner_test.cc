@@ -500,5 +500,131 @@ TEST_F(PlannerTest, NearMissesOfTwoKnobsAreCombinedIntoOneCandidate) {
   EXPECT_EQ(q->Save(), p->Save());
 }
 
+// A value that failed to launch is retried with each other value of a knob it
+// interacts with (kv interacts with ubatch here); a flag the engine rejects is not.
+TEST_F(PlannerTest, ALaunchFailureIsRetriedWithTheValuesOfInteractingKnobs) {
+  PlannerOptions o{.domain = {.only = {"kv", "ubatch"}}};
+  auto p = Make(o);
+  std::optional<Candidate> kv;
+  for (int i = 0; i < 8 && !kv; ++i) {
+    auto c = p->Next(ctx_);
+    ASSERT_TRUE(c);
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (c->idea.starts_with("kv=")) {
+      kv = c;
+      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "context_create"});
+    } else {
+      p->Observe({*c, full, Verdict::kRevert, -0.3, ""});
+    }
+  }
+  ASSERT_TRUE(kv.has_value());
+  int retries = 0;
+  for (const IdeaNode& n : p->tree().nodes()) {
+    if (n.origin != "retry") continue;
+    ++retries;
+    EXPECT_TRUE(n.key.starts_with("retry:" + kv->idea + ",ubatch=")) << n.key;
+    EXPECT_EQ(p->tree().at(n.parent).key, kv->idea);
+    EXPECT_EQ(n.delta.size(), 2u);
+    EXPECT_NE(n.prior_note.find("failed to launch with ubatch=512"), std::string::npos) << n.prior_note;
+  }
+  EXPECT_EQ(retries, 4);  // ubatch 64, 128, 256, 1024
+  // The engine does not know the flag: nothing to retry.
+  ctx_ = {};
+  ctx_.cpus = 8;
+  ctx_.concurrency = 4;
+  auto q = Make(o);
+  for (int i = 0; i < 8; ++i) {
+    auto c = q->Next(ctx_);
+    ASSERT_TRUE(c);
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (c->idea.starts_with("kv=")) {
+      q->Observe({*c, full, Verdict::kLaunchFailed, 0, "bad_flag"});
+      break;
+    }
+    q->Observe({*c, full, Verdict::kRevert, -0.3, ""});
+  }
+  for (const IdeaNode& n : q->tree().nodes()) EXPECT_NE(n.origin, "retry") << n.key;
+}
+
+// Under a keep threshold no single knob is expected to clear (a 40% A/A floor), the
+// planner draws a multi-knob move from TPE instead of a single value; under a low floor
+// it proposes single values. A multi-knob move that lost moves its members' beliefs.
+TEST_F(PlannerTest, AHighNoiseFloorMakesTheNextMoveAMultiKnobExploration) {
+  PlannerOptions o{.domain = {.exclude = {"slots"}}, .protocol = MeasurementProtocol{}, .seed = 7};
+  ctx_.noise_floor = 0.01;
+  auto low = Make(o);
+  auto c = low->Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->idea.starts_with("tpe:")) << c->idea;
+  EXPECT_EQ(c->delta.size(), 1u);
+
+  ctx_.noise_floor = 0.40;
+  auto high = Make(o);
+  auto e = high->Next(ctx_);
+  ASSERT_TRUE(e);
+  EXPECT_TRUE(e->idea.starts_with("tpe:")) << e->idea;
+  EXPECT_NE(e->rationale.find("keep threshold blocks single moves"), std::string::npos) << e->rationale;
+  const IdeaNode* node = Node(*high, e->idea, IdeaState::kProposed);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(node->origin, "explore");
+  // Identical options draw the same move; the state round-trips with the explorer's.
+  auto twin = Make(o);
+  auto t = twin->Next(ctx_);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->idea, e->idea);
+  auto restored = Make(o);
+  ASSERT_OK(restored->Load(high->Save()));
+  EXPECT_EQ(restored->Save(), high->Save());
+
+  // The move loses by 60%: every member that moved has a measured effect now (and the
+  // knobs whose spread that raised may come first again).
+  Config full = ctx_.best.Merged(e->delta);
+  ctx_.tried.insert(full.Hash());
+  high->Observe({*e, full, Verdict::kScreenedOut, -0.6, ""});
+  for (const auto& [knob, value] : e->delta.values()) {
+    high->Rescore();
+    const IdeaNode* idea = Open(*high, knob + "=" + value);
+    if (!idea) continue;  // a value the tree never had (an expression's resolution)
+    EXPECT_NE(idea->why.find("1 measurement(s)"), std::string::npos) << knob << ": " << idea->why;
+  }
+  auto next = high->Next(ctx_);
+  ASSERT_TRUE(next);
+  EXPECT_NE(next->idea, e->idea);
+}
+
+// When the tree has nothing left worth a trial the planner explores instead of
+// stopping (the session's budget and plateau rule end the search), unless told not to.
+TEST_F(PlannerTest, AConvergedTreeExploresUntilNothingNewIsLeft) {
+  PlannerOptions o{.domain = {.only = {"fa", "spec"}}, .protocol = MeasurementProtocol{}};
+  ctx_.noise_floor = 0.02;
+  auto run = [&](PlannerOptions opts) {
+    auto p = Make(opts);
+    ProposalContext ctx = ctx_;
+    std::vector<std::string> ideas;
+    for (int i = 0; i < 10; ++i) {
+      auto c = p->Next(ctx);
+      if (!c) break;
+      Config full = ctx.best.Merged(c->delta);
+      ctx.tried.insert(full.Hash());
+      p->Observe({*c, full, Verdict::kScreenedOut, -0.7, ""});  // everything loses by far
+      ideas.push_back(c->idea);
+    }
+    return std::make_pair(ideas, p->Describe());
+  };
+  auto [explored, d1] = run(o);
+  ASSERT_FALSE(explored.empty());
+  EXPECT_TRUE(explored.back().starts_with("tpe:")) << explored.back();
+  EXPECT_EQ(explored.back(), "tpe:fa=off spec=ngram");  // the one configuration left
+  // Then nothing new: stopped.
+  EXPECT_TRUE(d1.find("converged") != std::string::npos || d1.find("no open idea left") != std::string::npos) << d1;
+  o.explore = false;
+  auto [stopped, d2] = run(o);
+  for (const std::string& idea : stopped) EXPECT_FALSE(idea.starts_with("tpe:")) << idea;
+  EXPECT_LT(stopped.size(), explored.size());
+  EXPECT_TRUE(d2.find("converged") != std::string::npos || d2.find("no open idea left") != std::string::npos) << d2;
+}
+
 }  // namespace
 }  // namespace hone::search

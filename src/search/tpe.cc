@@ -131,19 +131,41 @@ std::optional<Config> TpeProposer::Draw(const ProposalContext& ctx, bool model) 
   return std::nullopt;
 }
 
-std::optional<Candidate> TpeProposer::Next(const ProposalContext& ctx) {
-  if (!built_) {
-    auto opts = BuildKnobOptions(catalog_, domain_, ctx);
-    if (!opts || opts->knobs.empty()) return std::nullopt;
-    options_ = std::move(*opts);
-    numeric_.clear();
-    for (const auto& values : options_.values) {
-      bool numeric = values.size() > 1;
-      for (const std::string& v : values) numeric = numeric && NumericValue(v).has_value();
-      numeric_.push_back(numeric);
-    }
-    built_ = true;
+Status TpeProposer::Prepare(const ProposalContext& ctx) {
+  if (built_) return Ok();
+  HONE_ASSIGN_OR_RETURN(options_, BuildKnobOptions(catalog_, domain_, ctx));
+  if (options_.knobs.empty()) return InvalidArgument("no searchable knob");
+  numeric_.clear();
+  for (const auto& values : options_.values) {
+    bool numeric = values.size() > 1;
+    for (const std::string& v : values) numeric = numeric && NumericValue(v).has_value();
+    numeric_.push_back(numeric);
   }
+  built_ = true;
+  return Ok();
+}
+
+std::optional<TpeProposer::Point> TpeProposer::IndexOf(const Config& full) const {
+  Point p;
+  for (size_t k = 0; k < options_.knobs.size(); ++k) {
+    const auto& values = options_.values[k];
+    auto it = std::find(values.begin(), values.end(), full.GetOr(options_.knobs[k], ""));
+    if (it == values.end()) return std::nullopt;
+    p.index.push_back(static_cast<int>(it - values.begin()));
+  }
+  return p;
+}
+
+void TpeProposer::Record(const Config& full, const Observation& obs) {
+  if (!built_ || obs.candidate.idea.rfind("tpe:", 0) == 0) return;
+  auto p = IndexOf(full);
+  if (!p) return;
+  proposed_.insert(full.ToString());
+  Add(std::move(*p), obs);
+}
+
+std::optional<Candidate> TpeProposer::Next(const ProposalContext& ctx) {
+  if (!Prepare(ctx)) return std::nullopt;
   const bool model = static_cast<int>(points_.size()) >= tpe_.startup;
   auto full = Draw(ctx, model);
   if (!full) return std::nullopt;
@@ -168,6 +190,10 @@ void TpeProposer::Observe(const Observation& obs) {
   if (!pending_ || obs.candidate.idea.rfind("tpe:", 0) != 0) return;  // not ours
   Point p = *pending_;
   pending_.reset();
+  Add(std::move(p), obs);
+}
+
+void TpeProposer::Add(Point p, const Observation& obs) {
   switch (obs.verdict) {
     case Verdict::kKeep:
     case Verdict::kRevert:

@@ -48,6 +48,13 @@ class TpeProposer final : public Proposer {
   Status Load(const std::string& saved) override;
   std::string Describe() const override;
 
+  // Builds the knob options from the context (Next() does it on its first call).
+  Status Prepare(const ProposalContext& ctx);
+  // An observation of a candidate another proposer made (hone's planner, which draws its
+  // exploring moves from this model): the configuration it measured becomes a point.
+  // Ignored before Prepare(), for this proposer's own candidates (Observe takes those),
+  // and when a value lies outside the knob options.
+  void Record(const Config& full, const Observation& obs);
   // The number of observations that count as good among n (gamma(n)).
   int GoodCount(int n) const;
 
@@ -61,6 +68,9 @@ class TpeProposer final : public Proposer {
   std::vector<std::vector<double>> Density(const std::vector<const Point*>& group) const;
   std::optional<Config> Draw(const ProposalContext& ctx, bool model);
   Config ToConfig(const std::vector<int>& index, const Config& base) const;
+  // The point of a full configuration (nullopt: a value outside the options).
+  std::optional<Point> IndexOf(const Config& full) const;
+  void Add(Point p, const Observation& obs);
 
   const target::KnobCatalog& catalog_;
   DomainOptions domain_;
