@@ -238,6 +238,44 @@ kb: {enabled: false}
   EXPECT_EQ(summary["sweep"]["max_concurrency_at_slo"][0]["best"]["concurrency"], 16);
 }
 
+// On a noisy host (15% per trial, an A/A floor near 14%) three knobs each worth +8%
+// are never kept one at a time; `hone run`'s planner draws multi-knob moves from its
+// TPE explorer instead of stopping, and the session records and reports them.
+TEST_F(SessionsTest, ANoisyHostsSessionExploresWithMultiKnobMoves) {
+  ASSERT_OK(sys::WriteFileAtomic(Path("measurements.json"), R"js({"base": 100, "noise": 0.15, "seed": 11,
+    "trial_ms": 30, "factors": {"poll=0": 1.08, "threads=1": 1.08, "ubatch_size=128": 1.08}})js"));
+  ASSERT_OK(sys::WriteFileAtomic(Path("noisy.yaml"), std::string(R"(name: noisy-host
+target:
+  adapter: llama.cpp
+  model: {preset: tiny, seed: 42}
+workload: {kind: fixed, isl: 64, osl: 16, concurrency: 2, num_prompts: 4, warmups: 0}
+objective: {metric: total_tps_per_gpu}
+budget: {wall: 20m, max_cycles: 1}
+search: {knobs: [poll, threads, ubatch_size]}
+kb: {enabled: false}
+)")));
+  const fs::path out = Path("noisy-run");
+  auto r = RunHone({"run", Path("noisy.yaml").string(), "--out", out.string()},
+                   {{"HONE_TEST_EXECUTOR", Path("measurements.json").string()}});
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
+  const json state = ReadJson(out / "state.json");
+  ASSERT_TRUE(state.is_object());
+  int explored = 0;
+  for (const json& c : state["candidates"]) {
+    const std::string idea = c.value("idea", "");
+    if (idea.rfind("tpe:", 0) != 0) continue;
+    ++explored;
+    EXPECT_GE(c["delta"].size(), 2u) << c.dump();  // a single knob is the tree's move
+    const std::string why = c.value("rationale", "");
+    EXPECT_TRUE(why.find("keep threshold blocks single moves") != std::string::npos ||
+                why.find("converged") != std::string::npos || why.find("no open idea") != std::string::npos)
+        << why;
+  }
+  EXPECT_GT(explored, 0) << state["candidates"].dump();
+  const std::string report = sys::ReadFile(out / "report.md").value_or("");
+  EXPECT_NE(report.find("(explore)"), std::string::npos) << report;
+}
+
 // One engine's session through its stand-in: `hone run`, killed with SIGKILL once a
 // trial is on disk, then `hone resume` to the close.
 void StandInSessionKilledAndResumed(SessionsTest& t, const std::string& adapter, const std::string& version,
