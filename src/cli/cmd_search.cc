@@ -60,6 +60,7 @@ struct SearchOpts {
   int seeds = 100;
   std::string budgets;
   int horizon = 0;
+  int plateau = 0;
   double noise = -1;
   bool no_accuracy = false;  // record: no accuracy checks; compare: the gate left out
   int jobs = 1;
@@ -357,6 +358,11 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
   co.seeds = o.seeds;
   co.seed = o.seed;
   co.horizon = o.horizon;
+  if (o.plateau < 0) {
+    std::fprintf(stderr, "hone: error: --plateau must be 0 (off) or a number of candidates\n");
+    return 2;
+  }
+  co.plateau = o.plateau;
   co.jobs = o.jobs;
   co.protocol.accuracy = !o.no_accuracy;
   if (o.noise >= 0) co.protocol.noise = o.noise;
@@ -641,6 +647,9 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   compare->add_option("--seeds", o->seeds, "Runs per strategy (noise and random choices differ by seed)");
   compare->add_option("--budgets", o->budgets, "Candidates per run for the matched-budget scores (default 8,16,32,64)");
   compare->add_option("--horizon", o->horizon, "Most candidates a run may judge (default: every other point)");
+  compare->add_option("--plateau", o->plateau,
+                      "End a run after N candidates in a row without a KEEP, as a session's framework phase does "
+                      "(default 0: matched budgets only)");
   compare->add_option("--noise", o->noise, "Relative noise of one trial (default: the surface's recorded spread)");
   compare->add_flag("--no-accuracy", o->no_accuracy, "Leave the recorded accuracy gate out");
   compare->add_option("--jobs", o->jobs, "Threads (seeds run in parallel)");

@@ -37,6 +37,7 @@ struct Setup {
   ProtocolOptions protocol;
   search::ProposalContext base;
   double threshold;
+  int plateau = 0;
 };
 
 // Runs `proposer` until it has judged `max_candidates` candidates, it has nothing left,
@@ -55,7 +56,9 @@ Run Simulate(search::Proposer& proposer, const Setup& s, uint64_t noise_seed, in
   run.seconds.push_back(0);
   run.trials.push_back(0);
   int invalid_streak = 0;
-  while (static_cast<int>(run.quality.size()) - 1 < max_candidates && !enough(run)) {
+  int misses = 0;
+  while (static_cast<int>(run.quality.size()) - 1 < max_candidates && !enough(run) &&
+         (s.plateau <= 0 || misses < s.plateau)) {
     ctx.best = session.incumbent();
     ctx.tried = session.tried();
     auto cand = proposer.Next(ctx);
@@ -67,6 +70,7 @@ Run Simulate(search::Proposer& proposer, const Setup& s, uint64_t noise_seed, in
       continue;
     }
     invalid_streak = 0;
+    misses = step.obs.verdict == Verdict::kKeep ? 0 : misses + 1;
     run.quality.push_back(session.quality());
     run.seconds.push_back(session.elapsed_s() - run.prelude_s);
     run.trials.push_back(session.trials() - prelude_trials);
@@ -238,6 +242,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   r.name = options.surface_name;
   r.points = static_cast<int>(surface.points().size());
   r.horizon = options.horizon > 0 ? std::min(options.horizon, r.points - 1) : r.points - 1;
+  r.plateau = options.plateau;
   r.seeds = options.seeds;
   r.budgets = options.budgets;
   std::sort(r.budgets.begin(), r.budgets.end());
@@ -260,7 +265,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
     }
   }
 
-  Setup s{&surface, &facts, &catalog, options.protocol, {}, options.threshold};
+  Setup s{&surface, &facts, &catalog, options.protocol, {}, options.threshold, options.plateau};
   s.base.stock = surface.stock();
   s.base.cpus = 1;
   if (auto it = surface.info().find("cpus"); it != surface.info().end()) {
@@ -459,8 +464,11 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
   line("planner    diagnosis of the stock baseline: %s (%s)\n",
        std::string(search::BottleneckName(r.diagnosis.bottleneck)).c_str(), r.diagnosis.evidence.c_str());
   line("protocol   the session's, on the recorded noise: A/A prelude (median noise floor %.1f%%, keep threshold "
-       "%.1f%%), screen, accuracy gate%s, 3-9 paired looks; a candidate = one configuration judged\n",
-       r.noise_floor_median * 100, r.keep_threshold_median * 100, surface.accuracy_checked() > 0 ? "" : " (not recorded: off)");
+       "%.1f%%), screen, accuracy gate%s, 3-9 paired looks; a candidate = one configuration judged%s\n",
+       r.noise_floor_median * 100, r.keep_threshold_median * 100, surface.accuracy_checked() > 0 ? "" : " (not recorded: off)",
+       r.plateau > 0 ? ("; a run ends after " + std::to_string(r.plateau) +
+                        " candidates in a row without a KEEP (the session's plateau rule)").c_str()
+                     : "");
   line("setup      %d seeds; budgets %s candidates; horizon %d candidates; time: %s; prelude %s (median)\n\n", r.seeds,
        [&] {
          std::string b;

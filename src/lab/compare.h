@@ -51,6 +51,9 @@ struct CompareOptions {
   int curve_points = 50;
   int bootstrap = 200;
   int horizon = 0;           // most candidates a run may judge; 0: every other point
+  // A session's stopping rule: a run ends after this many candidates in a row without a
+  // KEEP (the coordinator's framework phase, search.plateau); 0: matched budgets only.
+  int plateau = 0;
   std::string surface_name;  // the hold-out mark looks it up in Heuristics::tuned_on
   int jobs = 1;
 };
@@ -93,6 +96,7 @@ struct CompareReport {
   std::string name;
   int points = 0;
   int horizon = 0;
+  int plateau = 0;  // CompareOptions::plateau
   int seeds = 0;
   std::vector<int> budgets;
   double noise = 0;

@@ -81,6 +81,29 @@ TEST_F(CompareTest, EveryStrategyIsScoredAtTheSameBudgets) {
   EXPECT_EQ(FormatCompare(s, again, "demo.json"), text);
 }
 
+// --plateau: a run ends as a session's framework phase does, after that many candidates
+// in a row without a KEEP; the budgets then score where each run stopped.
+TEST_F(CompareTest, ThePlateauRuleEndsRunsLikeASession) {
+  search::ResponseSurface s = DemoSurface(0.01);
+  CompareOptions o;
+  o.seeds = 8;
+  o.budgets = {16};
+  o.bootstrap = 10;
+  o.surface_name = "demo";
+  ASSERT_OK_AND_ASSIGN(CompareReport free, Compare(s, demo_.catalog, demo_.heuristics, o));
+  o.plateau = 1;
+  ASSERT_OK_AND_ASSIGN(CompareReport stopped, Compare(s, demo_.catalog, demo_.heuristics, o));
+  EXPECT_EQ(stopped.plateau, 1);
+  for (size_t i = 0; i < stopped.strategies.size(); ++i) {
+    if (stopped.strategies[i].name == "grid") continue;  // the coarse grid's runs are its own
+    EXPECT_LT(Mean(stopped.strategies[i].used[0]), Mean(free.strategies[i].used[0])) << stopped.strategies[i].name;
+  }
+  // Random search on a surface with 30 points: a run without a plateau judges all 16.
+  EXPECT_DOUBLE_EQ(Mean(free.strategies[1].used[0]), 16.0);
+  EXPECT_NE(FormatCompare(s, stopped, "demo.json").find("1 candidates in a row without a KEEP"), std::string::npos);
+  EXPECT_EQ(FormatCompare(s, free, "demo.json").find("in a row without a KEEP"), std::string::npos);
+}
+
 TEST_F(CompareTest, ASurfaceTheHeuristicsWereTunedOnIsMarked) {
   search::ResponseSurface s = DemoSurface(0.01);
   search::Heuristics h = demo_.heuristics;

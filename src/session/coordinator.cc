@@ -42,7 +42,7 @@ Status Coordinator::Framework() {
   }
   HONE_TRY(TryPatches());
   int misses = 0;
-  const int plateau = 8;
+  const int plateau = spec_.search.plateau;  // 0: no plateau
   std::string note;
   while (true) {
     if (ledger_.Stopping()) {
@@ -60,7 +60,7 @@ Status Coordinator::Framework() {
       note = "budget";
       break;
     }
-    if (misses >= plateau) {
+    if (plateau > 0 && misses >= plateau) {
       note = "plateau: " + std::to_string(plateau) + " candidates without a KEEP";
       break;
     }

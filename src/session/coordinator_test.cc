@@ -173,6 +173,38 @@ TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
   for (const auto& t : exec_.ran) EXPECT_TRUE(sys::FileExists(dir_->path() / "trials" / t.id / "outcome.json"));
 }
 
+// The framework phase ends after search.plateau candidates in a row without a KEEP;
+// with 0 it runs until the proposer has nothing left (or the budget ends it).
+TEST_F(CoordinatorTest, ThePlateauIsTheSpecsAndZeroSpendsTheIdeas) {
+  std::vector<std::string> ideas;
+  for (int i = 0; i < 6; ++i) {
+    ideas.push_back("n" + std::to_string(i) + "=1");
+    exec_.factors["n" + std::to_string(i) + "=1"] = 0.95;  // every one a REVERT
+  }
+  auto framework_note = [](const SessionState& s) {
+    for (const auto& ph : s.phases) {
+      if (ph.phase == Phase::kFramework) return ph.note;
+    }
+    return std::string();
+  };
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  spec.search.plateau = 3;
+  ListProposer three(ideas);
+  SessionState s = Run(spec, &three);
+  EXPECT_EQ(s.candidates.size(), 3u);
+  EXPECT_EQ(framework_note(s), "plateau: 3 candidates without a KEEP");
+  auto fresh = sys::TempDir::Create("hone-coord");  // a second session, its own directory
+  ASSERT_TRUE(fresh);
+  dir_ = std::move(*fresh);
+  exec_.run_dir = dir_->path().string();
+  spec.search.plateau = 0;
+  ListProposer all(ideas);
+  SessionState t = Run(spec, &all);
+  EXPECT_EQ(t.candidates.size(), 6u);
+  EXPECT_EQ(framework_note(t), "no more ideas");
+}
+
 // A noisy machine gets at most two more A/A pairs than asked for; then the floor is
 // fixed and the search goes on. (The cap once moved with every extra pair, and a host
 // whose A/A pairs kept differing by more than 10% spent its whole budget on them.)

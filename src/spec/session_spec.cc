@@ -311,7 +311,7 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
   }
   Field search = root["search"];
   if (search.defined()) {
-    HONE_TRY(search.CheckKeys({"strategy", "knobs", "exclude", "seed"}));
+    HONE_TRY(search.CheckKeys({"strategy", "knobs", "exclude", "seed", "plateau"}));
     HONE_ASSIGN_OR_RETURN(s.search.strategy, search["strategy"].StrOr("planner"));
     if (s.search.strategy != "planner" && s.search.strategy != "random" && s.search.strategy != "grid" &&
         s.search.strategy != "tpe") {
@@ -321,6 +321,8 @@ Result<SessionSpec> ParseSessionSpec(const std::string& text, const std::string&
     HONE_ASSIGN_OR_RETURN(s.search.exclude, search["exclude"].StrList());
     HONE_ASSIGN_OR_RETURN(int64_t seed, search["seed"].IntOr(1, 0));
     s.search.seed = static_cast<uint64_t>(seed);
+    HONE_ASSIGN_OR_RETURN(int64_t plateau, search["plateau"].IntOr(8, 0, 1000000));
+    s.search.plateau = static_cast<int>(plateau);
   }
   HONE_ASSIGN_OR_RETURN(s.patches, root["patches"].StrList());
   // Relative patch paths are relative to the spec file.

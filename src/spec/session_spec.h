@@ -146,6 +146,9 @@ struct SearchSpec {
   std::vector<std::string> knobs;    // restrict the search to these (empty = catalog)
   std::vector<std::string> exclude;
   uint64_t seed = 1;
+  // The framework phase of a cycle ends after this many candidates in a row without a
+  // KEEP (0: only the budget, the trial limit or the proposer running dry end it).
+  int plateau = 8;
 };
 
 struct KernelSpec {

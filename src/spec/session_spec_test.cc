@@ -34,7 +34,7 @@ objective:
 accuracy: {min_token_agreement: 0.8, max_kld: 0.02}
 budget: {wall: 8m, max_trials: 40}
 measurement: {min_pairs: 3, max_pairs: 5}
-search: {strategy: random, exclude: [weights]}
+search: {strategy: random, exclude: [weights], plateau: 0}
 )", "demo.yaml", kMetrics);
   ASSERT_OK(s);
   EXPECT_EQ(s->name, "demo-1");
@@ -54,6 +54,7 @@ search: {strategy: random, exclude: [weights]}
   EXPECT_EQ(s->budget.max_trials, 40);
   EXPECT_EQ(s->measurement.max_pairs, 5);
   EXPECT_EQ(s->search.strategy, "random");
+  EXPECT_EQ(s->search.plateau, 0);
   EXPECT_DOUBLE_EQ(s->accuracy.max_kld, 0.02);
 }
 
@@ -61,6 +62,8 @@ TEST(SessionSpecTest, MinimalSpecUsesDefaults) {
   auto s = ParseSessionSpec("target: {model: /m.gguf}\n", "m.yaml", kMetrics);
   ASSERT_OK(s);
   EXPECT_EQ(s->workload.sweep_slo_search, 4);
+  EXPECT_EQ(s->search.plateau, 8);
+  EXPECT_FALSE(ParseSessionSpec("target: {model: /m.gguf}\nsearch: {plateau: -1}\n", "m.yaml", kMetrics).has_value());
   auto bad = ParseSessionSpec("target: {model: /m.gguf}\nworkload: {sweep: {concurrency: [1, 4], slo_search: 99}}\n",
                               "m.yaml", kMetrics);
   EXPECT_FALSE(bad.has_value());
