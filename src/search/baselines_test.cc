@@ -54,6 +54,20 @@ class BaselinesTest : public ::testing::Test {
     s.info()["cpus"] = "8";
     return s;
   }
+  // The surface's axes as the search domain.
+  static DomainOptions AxesOf(const ResponseSurface& s) {
+    DomainOptions d;
+    for (const SurfaceAxis& a : s.axes()) d.fixed.emplace_back(a.knob, a.values);
+    return d;
+  }
+  // A session's context at its start: the stock is the incumbent and measured.
+  static ProposalContext AtStock(const ResponseSurface& s) {
+    ProposalContext ctx;
+    ctx.stock = s.stock();
+    ctx.best = ctx.stock;
+    ctx.tried.insert(ctx.stock.Hash());
+    return ctx;
+  }
   std::unique_ptr<sys::TempDir> dir_;
   target::KnobCatalog catalog_;
   Heuristics heuristics_;
@@ -171,12 +185,8 @@ TEST_F(BaselinesTest, HeuristicsNameTheSurfacesTheyWereTunedOn) {
 // start-up it draws from the good observations' density.
 TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
   ResponseSurface s = Surface(0.0);
-  DomainOptions d;
-  for (const SurfaceAxis& a : s.axes()) d.fixed.emplace_back(a.knob, a.values);
-  ProposalContext ctx0;
-  ctx0.stock = s.stock();
-  ctx0.best = ctx0.stock;
-  ctx0.tried.insert(ctx0.stock.Hash());
+  const DomainOptions d = AxesOf(s);
+  const ProposalContext ctx0 = AtStock(s);
   const double stock = s.Find(ctx0.stock)->mean();
   // Over seeds: how often the proposals after the start-up pick b=z (+30%), against
   // the third a uniform draw gives.
@@ -233,12 +243,8 @@ TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
 // proposed again; TPE's own candidates are left to Observe.
 TEST_F(BaselinesTest, TpeLearnsFromConfigurationsAnotherProposerMeasured) {
   ResponseSurface s = Surface(0.0);
-  DomainOptions d;
-  for (const SurfaceAxis& a : s.axes()) d.fixed.emplace_back(a.knob, a.values);
-  ProposalContext ctx;
-  ctx.stock = s.stock();
-  ctx.best = ctx.stock;
-  ctx.tried.insert(ctx.stock.Hash());
+  const DomainOptions d = AxesOf(s);
+  ProposalContext ctx = AtStock(s);
   const double stock = s.Find(ctx.stock)->mean();
   TpeProposer tpe(catalog_, d, 3, TpeOptions{.startup = 3});
   int recorded = 0;
@@ -269,14 +275,9 @@ TEST_F(BaselinesTest, TpeLearnsFromConfigurationsAnotherProposerMeasured) {
 
 TEST_F(BaselinesTest, TpeScoresFailuresBelowEverythingMeasured) {
   ResponseSurface s = Surface(0.0);
-  DomainOptions d;
-  for (const SurfaceAxis& a : s.axes()) d.fixed.emplace_back(a.knob, a.values);
   // Every b=z configuration fails to launch; the rest measure as the surface says.
-  TpeProposer tpe(catalog_, d, 5, TpeOptions{.startup = 8});
-  ProposalContext ctx;
-  ctx.stock = s.stock();
-  ctx.best = ctx.stock;
-  ctx.tried.insert(ctx.stock.Hash());
+  TpeProposer tpe(catalog_, AxesOf(s), 5, TpeOptions{.startup = 8});
+  ProposalContext ctx = AtStock(s);
   int z_late = 0;
   for (int i = 0; i < 24; ++i) {
     auto c = tpe.Next(ctx);
