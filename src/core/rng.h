@@ -11,6 +11,9 @@ namespace hone {
 class Rng {
  public:
   explicit Rng(uint64_t seed) : state_(seed) {}
+  // The generator's position: Rng(state()) continues the integer and uniform streams
+  // exactly (a cached second Gaussian is not part of it).
+  uint64_t state() const { return state_; }
 
   uint64_t NextU64() {
     uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);

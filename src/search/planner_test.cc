@@ -577,6 +577,27 @@ TEST_F(PlannerTest, AHighNoiseFloorMakesTheNextMoveAMultiKnobExploration) {
   auto restored = Make(o);
   ASSERT_OK(restored->Load(high->Save()));
   EXPECT_EQ(restored->Save(), high->Save());
+  // Restored with the draw out for measurement (a session killed mid-candidate), it
+  // continues exactly as the uninterrupted planner: same outcome, same next moves.
+  {
+    ProposalContext ctx = ctx_;
+    Config f = ctx.best.Merged(e->delta);
+    ctx.tried.insert(f.Hash());
+    for (Planner* q : {twin.get(), restored.get()}) q->Observe({*e, f, Verdict::kRevert, -0.05, ""});
+    for (int i = 0; i < 4; ++i) {
+      auto a = twin->Next(ctx);
+      auto b = restored->Next(ctx);
+      ASSERT_TRUE(a && b);
+      ASSERT_EQ(a->idea, b->idea) << i;
+      Config g = ctx.best.Merged(a->delta);
+      ctx.tried.insert(g.Hash());
+      twin->Observe({*a, g, Verdict::kInconclusive, 0.02, ""});
+      auto again = Make(o);  // and once more through a save and load between moves
+      ASSERT_OK(again->Load(restored->Save()));
+      again->Observe({*b, g, Verdict::kInconclusive, 0.02, ""});
+      restored = std::move(again);
+    }
+  }
 
   // The move loses by 60%: every member that moved has a measured effect now (and the
   // knobs whose spread that raised may come first again).

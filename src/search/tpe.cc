@@ -135,6 +135,11 @@ Status TpeProposer::Prepare(const ProposalContext& ctx) {
   if (built_) return Ok();
   HONE_ASSIGN_OR_RETURN(options_, BuildKnobOptions(catalog_, domain_, ctx));
   if (options_.knobs.empty()) return InvalidArgument("no searchable knob");
+  SetNumeric();
+  return Ok();
+}
+
+void TpeProposer::SetNumeric() {
   numeric_.clear();
   for (const auto& values : options_.values) {
     bool numeric = values.size() > 1;
@@ -142,7 +147,6 @@ Status TpeProposer::Prepare(const ProposalContext& ctx) {
     numeric_.push_back(numeric);
   }
   built_ = true;
-  return Ok();
 }
 
 std::optional<TpeProposer::Point> TpeProposer::IndexOf(const Config& full) const {
@@ -226,6 +230,12 @@ std::string TpeProposer::Save() const {
   for (const Point& p : points_) pts.push_back({{"index", p.index}, {"level", p.level}, {"failed", p.failed}});
   json j = {{"tpe", 1},       {"proposed", proposed_}, {"points", pts},
             {"level", incumbent_level_}, {"keeps", keeps_}, {"modelled", modelled_}};
+  // Enough to continue exactly where this left off (a session killed and resumed
+  // decides what an uninterrupted one does): the draws' position, the candidate out
+  // for measurement, and the knob options once built.
+  j["rng"] = rng_.state();
+  if (pending_) j["pending"] = pending_->index;
+  if (built_) j["options"] = {{"knobs", options_.knobs}, {"values", options_.values}, {"stock", options_.stock}};
   return j.dump();
 }
 
@@ -242,7 +252,18 @@ Status TpeProposer::Load(const std::string& saved) {
     incumbent_level_ = j.value("level", 0.0);
     keeps_ = j.value("keeps", 0);
     modelled_ = j.value("modelled", 0);
-    rng_ = Rng(MixSeed(seed_, proposed_.size()));
+    // States saved before the position was: a fresh stream per proposal count.
+    rng_ = Rng(j.contains("rng") ? j.at("rng").get<uint64_t>() : MixSeed(seed_, proposed_.size()));
+    pending_.reset();
+    if (j.contains("pending")) pending_ = Point{j.at("pending").get<std::vector<int>>(), 0, false};
+    built_ = false;
+    if (j.contains("options")) {
+      const json& o = j.at("options");
+      options_.knobs = o.at("knobs").get<std::vector<std::string>>();
+      options_.values = o.at("values").get<std::vector<std::vector<std::string>>>();
+      options_.stock = o.value("stock", std::vector<std::string>());
+      SetNumeric();
+    }
     return Ok();
   });
   if (!parsed) return Fail(parsed.error());

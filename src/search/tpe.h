@@ -71,6 +71,8 @@ class TpeProposer final : public Proposer {
   // The point of a full configuration (nullopt: a value outside the options).
   std::optional<Point> IndexOf(const Config& full) const;
   void Add(Point p, const Observation& obs);
+  // numeric_ from options_; the options are built.
+  void SetNumeric();
 
   const target::KnobCatalog& catalog_;
   DomainOptions domain_;
