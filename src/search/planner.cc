@@ -25,6 +25,12 @@ std::string Pct(double f) {
   return buf;
 }
 
+Config ConfigOf(const json& values) {
+  Config c;
+  for (const auto& [k, v] : values.get<std::map<std::string, std::string>>()) c.Set(k, v);
+  return c;
+}
+
 std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
@@ -199,13 +205,21 @@ double Planner::IncumbentEffect(const std::string& knob) const {
   return b.current_effect;
 }
 
+double Planner::TrialNoise() const {
+  // The median |A2/A1 - 1| of A/A pairs is 0.6745 sqrt(2) sd of one trial.
+  return ctx_.floor / (0.6745 * std::sqrt(2.0));
+}
+
+std::optional<double> Planner::RoofCap() const {
+  if (!ctx_.headroom || *ctx_.headroom <= 0) return std::nullopt;
+  return std::max(0.0, -std::log(*ctx_.headroom) - best_level_);
+}
+
 double Planner::Kept(double mean, double sd) const {
   const MeasurementProtocol p = cost_ ? cost_->protocol() : MeasurementProtocol{};
   const double threshold = std::log1p(std::max(p.min_gain, ctx_.floor));
-  // One trial's log noise from the A/A floor (the median |A2/A1 - 1| = 0.6745 sqrt(2) sd),
-  // and the estimate's after the last look's pairs.
-  const double trial_noise = ctx_.floor / (0.6745 * std::sqrt(2.0));
-  const double se = trial_noise * std::sqrt(2.0 / std::max(1, p.max_pairs));
+  // The estimate's noise after the last look's pairs.
+  const double se = TrialNoise() * std::sqrt(2.0 / std::max(1, p.max_pairs));
   return KeptGain(mean, sd, threshold, se);
 }
 
@@ -247,17 +261,12 @@ void Planner::ScoreNode(IdeaNode& n) {
     model = "bundle, sd " + Num(scale);
   }
   // Urgency: the roofline bounds what any idea can still gain.
-  if (ctx_.headroom && *ctx_.headroom > 0) {
-    double cap = std::max(0.0, -std::log(*ctx_.headroom) - best_level_);
-    ei = std::min(ei, cap);
-  }
+  if (auto cap = RoofCap()) ei = std::min(ei, *cap);
   mult *= (1.0 - risk * (1.0 - urgency)) * (1.0 - 0.8 * n.kb_failure) * n.bonus;
   // What measuring it will cost: a candidate near neutral takes every look of the pairs.
   double runs = 1;
   if (cost_) {
-    // One trial's log noise from the A/A floor (the median |A2/A1 - 1| = 0.6745 sqrt(2) sd).
-    double trial_noise = ctx_.floor / (0.6745 * std::sqrt(2.0));
-    runs = cost_->ExpectedRunsUnder(effect_mean, effect_sd, trial_noise, ctx_.floor) / cost_->DecisiveRuns();
+    runs = cost_->ExpectedRunsUnder(effect_mean, effect_sd, TrialNoise(), ctx_.floor) / cost_->DecisiveRuns();
   }
   n.expected_gain = std::expm1(ei);
   n.score = ei * mult / cost / runs;
@@ -434,9 +443,8 @@ std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
   // Where the keep threshold blocks single moves, or no idea of the tree is left to
   // measure, the next move is a multi-knob one drawn from TPE; never above the
   // roofline's bound (nothing can gain there).
-  const bool below_roof =
-      !ctx_.headroom || *ctx_.headroom <= 0 ||
-      -std::log(*ctx_.headroom) - best_level_ > std::log1p(options_.min_expected_gain);
+  const std::optional<double> cap = RoofCap();
+  const bool below_roof = !cap || *cap > std::log1p(options_.min_expected_gain);
   if (below_roof && FloorBlocksSingleMoves()) {
     if (auto c = Explore(ctx, "the keep threshold blocks single moves")) return c;
   }
@@ -815,7 +823,7 @@ Status Planner::Load(const std::string& saved) {
     for (const json& o : j.value("foreign", json::array())) {
       Observation x;
       x.candidate.idea = o.value("idea", "");
-      for (const auto& [k, v] : o.at("delta").get<std::map<std::string, std::string>>()) x.candidate.delta.Set(k, v);
+      x.candidate.delta = ConfigOf(o.at("delta"));
       HONE_ASSIGN_OR_RETURN(x.verdict, ParseVerdict(o.value("verdict", "")));
       x.gain = o.value("gain", 0.0);
       x.failure_kind = o.value("failure_kind", "");
@@ -852,10 +860,7 @@ Status Planner::Load(const std::string& saved) {
     ctx_.cpus = j.at("ctx").value("cpus", 1);
     ctx_.noise = j.at("ctx").value("noise", options_.default_noise);
     HONE_TRY(explorer_.Load(j.value("explorer", std::string())));
-    pending_full_ = Config();
-    for (const auto& [k, v] : j.value("pending_full", json::object()).get<std::map<std::string, std::string>>()) {
-      pending_full_.Set(k, v);
-    }
+    pending_full_ = ConfigOf(j.value("pending_full", json::object()));
     return Ok();
   });
   if (!parsed) return Fail(parsed.error());

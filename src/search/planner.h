@@ -139,6 +139,11 @@ class Planner final : public Proposer {
   // interval's half-width is a higher bar than the threshold at high noise; scoring
   // against it did worse on every surface tried, docs/search.md.)
   double Kept(double mean, double sd) const;
+  // One trial's log noise, from the A/A floor.
+  double TrialNoise() const;
+  // What any idea can still gain under the roofline (log; the headroom less the kept
+  // gains), or nothing when the headroom is unknown.
+  std::optional<double> RoofCap() const;
   Config Resolve(const Config& delta) const;
   void RecordEffect(const std::string& knob, const std::string& value, double log_effect);
   void Rebase(const std::string& knob, const std::string& new_value);

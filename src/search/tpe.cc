@@ -173,13 +173,7 @@ std::optional<Candidate> TpeProposer::Next(const ProposalContext& ctx) {
   const bool model = static_cast<int>(points_.size()) >= tpe_.startup;
   auto full = Draw(ctx, model);
   if (!full) return std::nullopt;
-  Point p;
-  for (size_t k = 0; k < options_.knobs.size(); ++k) {
-    const auto& values = options_.values[k];
-    auto it = std::find(values.begin(), values.end(), full->GetOr(options_.knobs[k], ""));
-    p.index.push_back(static_cast<int>(it == values.end() ? 0 : it - values.begin()));
-  }
-  pending_ = p;
+  pending_ = IndexOf(*full);  // a draw sets every knob to one of its options
   proposed_.insert(full->ToString());
   Candidate c;
   c.idea = "tpe:" + full->ToString();
