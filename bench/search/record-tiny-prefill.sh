@@ -10,14 +10,9 @@
 # A run continues an existing OUT (every trial is saved as it ends).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${1:-bench/search/surface-tiny-prefill.json}
-[ $# -gt 0 ] && shift
-hone=${HONE:-build/src/cli/hone}
-nice=()
-[ "$(id -u)" = 0 ] && nice=(nice -n "${NICE:--10}")
-"${nice[@]}" "$hone" search record --spec "${SPEC:-bench/search/surface-tiny-prefill.spec.yaml}" --out "$out" \
+source bench/search/record-tiny-lib.sh
+record_surface tiny-prefill "$@" -- \
   --axis weights=f16,q8_0 --axis threads=1,2 --axis threads_batch=1,2 --axis parallel=1,4,6 \
   --axis batch_size=256,2048 --axis ubatch_size=64,512 --axis flash_attn=on,off \
   --stock weights=f16 --stock threads=2 --stock threads_batch=2 --stock parallel=4 --stock batch_size=2048 \
-  --stock ubatch_size=512 --stock flash_attn=on \
-  --repeats 1 --repeat-fraction 0.5 "$@"
+  --stock ubatch_size=512 --stock flash_attn=on

@@ -10,14 +10,9 @@
 # A run continues an existing OUT (every trial is saved as it ends).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=${1:-bench/search/surface-tiny-c4.json}
-[ $# -gt 0 ] && shift
-hone=${HONE:-build/src/cli/hone}
-nice=()
-[ "$(id -u)" = 0 ] && nice=(nice -n "${NICE:--10}")
-"${nice[@]}" "$hone" search record --spec "${SPEC:-bench/search/surface-tiny-c4.spec.yaml}" --out "$out" \
+source bench/search/record-tiny-lib.sh
+record_surface tiny-c4 "$@" -- \
   --axis weights=f16,q8_0,q4_0 --axis threads=1,2 --axis parallel=1,2,4 --axis ubatch_size=32,128,512 \
   --axis flash_attn=on,off --axis cache_type_k=f16,q8_0 --axis repack=on,off \
   --stock weights=f16 --stock threads=2 --stock parallel=4 --stock ubatch_size=512 --stock flash_attn=on \
-  --stock cache_type_k=f16 --stock repack=on \
-  --repeats 1 --repeat-fraction 0.5 "$@"
+  --stock cache_type_k=f16 --stock repack=on
