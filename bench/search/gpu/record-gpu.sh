@@ -6,7 +6,7 @@
 #
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
 # There (device tool, carry [".device"], kind nvidia-h200-x8, timeout 600):
-#   bench/search/gpu/record-gpu.sh c64|c4 [SLICE_S]
+#   bench/search/gpu/record-gpu.sh c64|c4|c32 [SLICE_S]
 # Each call provisions llama.cpp with CUDA and synthesizes the 8B model when the machine
 # is fresh (4-5 min + 45 s), then records for the rest of the slice (default 540 s) on
 # every GPU at once, stopping the recorders with SIGKILL at the end (a recording
@@ -28,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
-op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4 [SLICE_S]}
+op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4|c32 [SLICE_S]}
 slice=${2:-540}
 name=surface-gpu-8b-$op
 spec=bench/search/gpu/$name.spec.yaml
@@ -67,10 +67,20 @@ for ((k = 0; k < gpus; k++)); do
   f=$name.shard-$k-of-$gpus.json
   if [ ! -f "$cache/surfaces/$f" ] && [ -f "$root/.device/surfaces/$f" ]; then cp "$root/.device/surfaces/$f" "$cache/surfaces/$f"; fi
 done
-axes=(--axis parallel=4,16,64 --axis ubatch_size=256,512,2048 --axis batch_size=2048,4096 --axis flash_attn=auto,off
-      --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0,q4_k_m --axis ggml_cuda_graph_opt=0,1
-      --stock parallel=4 --stock ubatch_size=512 --stock batch_size=2048 --stock flash_attn=auto
-      --stock cache_type_k=f16 --stock weights=f16 --stock ggml_cuda_graph_opt=0)
+case $op in
+  c32)  # one GPU, one session: 64 points, 6 knobs, once each and a quarter of them twice
+    axes=(--axis parallel=4,32 --axis ubatch_size=512,2048 --axis flash_attn=auto,off --axis cache_type_k=f16,q8_0
+          --axis weights=f16,q8_0 --axis ggml_cuda_graph_opt=0,1
+          --stock parallel=4 --stock ubatch_size=512 --stock flash_attn=auto --stock cache_type_k=f16
+          --stock weights=f16 --stock ggml_cuda_graph_opt=0)
+    repeats=(--repeats 1 --repeat-fraction 0.25) ;;
+  *)
+    axes=(--axis parallel=4,16,64 --axis ubatch_size=256,512,2048 --axis batch_size=2048,4096 --axis flash_attn=auto,off
+          --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0,q4_k_m --axis ggml_cuda_graph_opt=0,1
+          --stock parallel=4 --stock ubatch_size=512 --stock batch_size=2048 --stock flash_attn=auto
+          --stock cache_type_k=f16 --stock weights=f16 --stock ggml_cuda_graph_opt=0)
+    repeats=(--repeats 2 --repeat-fraction 0) ;;
+esac
 budget=$(( $(left) - 30 ))
 pids=()
 if [ "$budget" -gt 60 ]; then
@@ -78,7 +88,7 @@ if [ "$budget" -gt 60 ]; then
   for ((k = 0; k < gpus; k++)); do
     f=$cache/surfaces/$name.shard-$k-of-$gpus.json
     CUDA_VISIBLE_DEVICES=$k timeout -s KILL "$budget" "$hone" search record --spec "$spec" --out "$f" \
-      "${axes[@]}" --repeats 2 --repeat-fraction 0 --shard "$k/$gpus" > "$cache/surfaces/$name.shard-$k.log" 2>&1 &
+      "${axes[@]}" "${repeats[@]}" --shard "$k/$gpus" > "$cache/surfaces/$name.shard-$k.log" 2>&1 &
     pids+=($!)
   done
   done_all=1
