@@ -2,7 +2,8 @@
 # Records the GPU response surfaces (bench/search/gpu/surface-gpu-8b-{c64,c4}.json) on a
 # host with several GPUs reached through the device tool, one recorder per GPU
 # (`hone search record --shard K/N`), in slices under the device's 10-minute limit.
-# NOT RUN YET: the session that wrote it had no GPU time left (bench/search/gpu/README.md).
+# c32 (one GPU) was run on 2026-12-05: 50 of its 64 points (bench/search/gpu/README.md);
+# c64 and c4 need a machine of several GPUs, not lent so far.
 #
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
 # There (device tool, carry [".device"], kind nvidia-h200-x8, timeout 600):
@@ -12,7 +13,8 @@
 # every GPU at once, stopping the recorders with SIGKILL at the end (a recording
 # continues from its file: every trial is saved as it ends; the trial in flight is lost).
 # The shard files come back under $OUT/surfaces/; copy them to .device/surfaces/ here
-# before the next call (a fresh machine continues from them). When every shard is
+# before the next call (a fresh machine continues from them), and commit them beside
+# this script at the end of a session: the next session continues from those. When every shard is
 # complete the merged surface comes back as $OUT/surface-gpu-8b-OP.json: copy it to
 # bench/search/gpu/ and run `hone search compare` on it.
 #
@@ -65,7 +67,11 @@ fi
 # 2. Shards: continue from what came back from earlier calls.
 for ((k = 0; k < gpus; k++)); do
   f=$name.shard-$k-of-$gpus.json
-  if [ ! -f "$cache/surfaces/$f" ] && [ -f "$root/.device/surfaces/$f" ]; then cp "$root/.device/surfaces/$f" "$cache/surfaces/$f"; fi
+  # From an earlier call of this session (.device/surfaces/, what came back), else from an
+  # earlier session (committed beside this script, as surface-gpu-8b-c32's first 50 points).
+  for from in "$root/.device/surfaces/$f" "$root/bench/search/gpu/$f"; do
+    if [ ! -f "$cache/surfaces/$f" ] && [ -f "$from" ]; then cp "$from" "$cache/surfaces/$f"; fi
+  done
 done
 case $op in
   c32)  # one GPU, one session: 64 points, 6 knobs, once each and a quarter of them twice
