@@ -361,7 +361,17 @@ void Planner::AttributeEffect(const Config& resolved, double log_gain) {
   }
 }
 
-void Planner::AddRetries(int failed_id) {
+namespace {
+
+// The verdicts of a candidate whose server started.
+bool Launched(Verdict v) {
+  return v == Verdict::kKeep || v == Verdict::kRevert || v == Verdict::kInconclusive ||
+         v == Verdict::kScreenedOut || v == Verdict::kAccuracyFailed;
+}
+
+}  // namespace
+
+void Planner::AddRetries(int failed_id, bool all) {
   if (!fw_) return;
   const IdeaNode f = tree_.at(failed_id);
   std::set<std::string> partners;
@@ -371,22 +381,43 @@ void Planner::AddRetries(int failed_id) {
   for (const auto& [k, others] : fw_->interactions) {
     if (std::find(others.begin(), others.end(), f.knob) != others.end()) partners.insert(k);
   }
-  for (const std::string& j : partners) {
+  // An earlier retry of this knob that launched names the value that explains the
+  // failures (weights=q8_0 crashed with repack=on and ran with repack=off).
+  std::optional<std::pair<std::string, std::string>> explained;
+  for (const IdeaNode& r : tree_.nodes()) {
+    if (r.origin != "retry" || !r.verdict || !Launched(*r.verdict) || !r.delta.Get(f.knob)) continue;
+    for (const auto& [k, val] : r.delta.values()) {
+      if (k != f.knob && partners.contains(k)) explained = std::make_pair(k, val);
+    }
+  }
+  std::set<std::string> existing;
+  for (const IdeaNode& r : tree_.nodes()) existing.insert(r.key);
+  auto add = [&](const std::string& j, const std::string& w, const std::string& why) {
+    IdeaNode n;
+    n.kind = IdeaKind::kBundle;
+    n.key = "retry:" + f.key + "," + j + "=" + w;
+    if (existing.contains(n.key)) return;
+    n.title = "set " + f.knob + " to " + f.value + " with " + j + "=" + w;
+    n.delta = Config{{f.knob, f.value}, {j, w}};
+    n.category = f.category;
+    n.origin = "retry";
+    n.prior_note = f.key + " failed to launch with " + j + "=" + beliefs_.at(j).current + "; " + f.knob + " and " + j +
+                   " interact" + why;
+    tree_.Add(std::move(n), failed_id);
+  };
+  auto usable = [&](const std::string& j) {
     auto b = beliefs_.find(j);
-    const KnobDomain* kd = domain_.Find(j);
-    if (j == f.knob || b == beliefs_.end() || b->second.pruned || !kd) continue;
-    for (const std::string& w : kd->values) {
-      if (w == b->second.current) continue;
-      IdeaNode n;
-      n.kind = IdeaKind::kBundle;
-      n.key = "retry:" + f.key + "," + j + "=" + w;
-      n.title = "set " + f.knob + " to " + f.value + " with " + j + "=" + w;
-      n.delta = Config{{f.knob, f.value}, {j, w}};
-      n.category = f.category;
-      n.origin = "retry";
-      n.prior_note = f.key + " failed to launch with " + j + "=" + b->second.current + "; " + f.knob + " and " + j +
-                     " interact";
-      tree_.Add(std::move(n), failed_id);
+    return j != f.knob && b != beliefs_.end() && !b->second.pruned && domain_.Find(j) != nullptr;
+  };
+  if (!all && explained && usable(explained->first) && beliefs_.at(explained->first).current != explained->second) {
+    add(explained->first, explained->second,
+        " (" + explained->first + "=" + explained->second + " let an earlier value of " + f.knob + " launch)");
+    return;
+  }
+  for (const std::string& j : partners) {
+    if (!usable(j)) continue;
+    for (const std::string& w : domain_.Find(j)->values) {
+      if (w != beliefs_.at(j).current) add(j, w, "");
     }
   }
 }
@@ -682,6 +713,14 @@ void Planner::Observe(const Observation& obs) {
   n.gain = obs.gain;
   double log_gain = std::log1p(std::max(obs.gain, -0.99));
   const Verdict v = obs.verdict;
+  // A retry that launched explains the failure: the other retries of it are not needed.
+  if (snapshot.origin == "retry" && Launched(v)) {
+    for (IdeaNode& r : tree_.mutable_nodes()) {
+      if (r.id == id || r.parent != snapshot.parent || r.origin != "retry" || !r.proposable()) continue;
+      r.state = IdeaState::kPruned;
+      r.note = "not needed: " + snapshot.key + " launched";
+    }
+  }
   auto knobs_of = [&]() {
     std::vector<std::string> out;
     for (const auto& [k, val] : snapshot.delta.values()) out.push_back(k);
@@ -754,6 +793,10 @@ void Planner::Observe(const Observation& obs) {
       // Tree nodes are added last: `n` refers into the tree.
       const bool engine_rejects = obs.failure_kind == "bad_flag" || obs.failure_kind == "unsupported";
       if (launch && !engine_rejects && snapshot.kind == IdeaKind::kValue) AddRetries(id);
+      // The explaining value alone did not do it this time: the other retries.
+      if (launch && !engine_rejects && snapshot.origin == "retry" && snapshot.parent >= 0) {
+        AddRetries(snapshot.parent, /*all=*/true);
+      }
       break;
     }
     case Verdict::kInvalid:

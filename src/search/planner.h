@@ -177,7 +177,10 @@ class Planner final : public Proposer {
   // A value that failed to launch may work with another value of a knob it interacts
   // with (heuristics' interactions, both directions: cache_type_k=q8_0 with
   // flash_attn=off): one two-knob retry per other value, as children of the failure.
-  void AddRetries(int failed_id);
+  // A retry that launched explains its knob's failures: its open siblings are pruned
+  // (Observe), and the next failure of that knob is retried with the explaining value
+  // alone first (`all` = false), the others only if that one fails too (`all` = true).
+  void AddRetries(int failed_id, bool all = false);
   int FindProposed(const Observation& obs) const;
   // An observation of a candidate this planner did not propose (the warm replay of a
   // knowledge-base recipe): when it changed one knob of the current incumbent, the

@@ -548,6 +548,61 @@ TEST_F(PlannerTest, ALaunchFailureIsRetriedWithTheValuesOfInteractingKnobs) {
   for (const IdeaNode& n : q->tree().nodes()) EXPECT_NE(n.origin, "retry") << n.key;
 }
 
+// A retry that launched explains the failure: its sibling retries are pruned, and the
+// next value of the knob that fails is retried with the explaining value alone, the
+// others only when that one fails too (weights=q8_0 and q4_0 crash with repack=on).
+TEST_F(PlannerTest, ARetryThatLaunchedExplainsTheKnobsNextFailure) {
+  PlannerOptions o{.domain = {.only = {"kv", "ubatch"}}};
+  auto p = Make(o);
+  std::string explaining;  // the retry that launched
+  std::string second;      // the second value of kv that failed
+  auto retries_under = [&](const std::string& key) {
+    std::vector<const IdeaNode*> out;
+    for (const IdeaNode& n : p->tree().nodes()) {
+      if (n.origin == "retry" && n.parent >= 0 && p->tree().at(n.parent).key == key) out.push_back(&n);
+    }
+    return out;
+  };
+  for (int i = 0; i < 30; ++i) {
+    auto c = p->Next(ctx_);
+    if (!c) break;
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (c->idea.starts_with("kv=") && (explaining.empty() || second.empty())) {
+      if (!explaining.empty()) second = c->idea;
+      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "crashed"});
+    } else if (c->idea.starts_with("retry:") && explaining.empty()) {
+      explaining = c->idea;
+      p->Observe({*c, full, Verdict::kRevert, -0.05, ""});
+    } else if (!second.empty() && c->idea.starts_with("retry:" + second)) {
+      // The explanation does not hold for the second value: the other retries follow.
+      EXPECT_EQ(retries_under(second).size(), 1u);
+      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "crashed"});
+      break;
+    } else {
+      p->Observe({*c, full, Verdict::kRevert, -0.3, ""});
+    }
+  }
+  ASSERT_FALSE(explaining.empty());
+  ASSERT_FALSE(second.empty());
+  const std::string first = explaining.substr(6, explaining.find(',') - 6);  // "retry:kv=q8_0,ubatch=64"
+  const std::string partner = explaining.substr(explaining.find(',') + 1);
+  int pruned = 0;
+  for (const IdeaNode* r : retries_under(first)) {
+    if (r->key == explaining) continue;
+    EXPECT_EQ(r->state, IdeaState::kPruned) << r->key;
+    EXPECT_NE(r->note.find("not needed: " + explaining + " launched"), std::string::npos) << r->note;
+    ++pruned;
+  }
+  EXPECT_EQ(pruned, 3);
+  // The second failure's retries: the explaining one first, then the other three.
+  auto under = retries_under(second);
+  ASSERT_EQ(under.size(), 4u);
+  EXPECT_EQ(under[0]->key, "retry:" + second + "," + partner);
+  EXPECT_NE(under[0]->prior_note.find("let an earlier value of kv launch"), std::string::npos) << under[0]->prior_note;
+  for (size_t k = 1; k < under.size(); ++k) EXPECT_EQ(under[k]->state, IdeaState::kOpen) << under[k]->key;
+}
+
 // Under a keep threshold no single knob is expected to clear (a 40% A/A floor), the
 // planner draws a multi-knob move from TPE instead of a single value; under a low floor
 // it proposes single values. A multi-knob move that lost moves its members' beliefs.
