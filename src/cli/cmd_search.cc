@@ -354,6 +354,10 @@ int RunMerge(const SearchOpts& o) {
 int RunCompare(const SearchOpts& o, const Context& ctx) {
   auto heuristics = search::Heuristics::Load(ctx.data_dir + "/data/search/heuristics.yaml");
   if (!heuristics) return ReportError(heuristics.error());
+  // Before the first surface's minutes of simulation, not after them.
+  if (!o.out_dir.empty()) {
+    if (auto s = sys::EnsureDir(o.out_dir); !s) return ReportError(s.error());
+  }
   lab::CompareOptions co;
   co.seeds = o.seeds;
   co.seed = o.seed;
