@@ -1,8 +1,9 @@
-# Sourced by the record-tiny*.sh scripts: `record_surface NAME [OUT.json] [extra flags]
-# -- AXES/STOCK FLAGS` records bench/search/surface-NAME.json (or OUT) from
-# bench/search/surface-NAME.spec.yaml ($SPEC overrides) with `hone search record` ($HONE
-# overrides the binary), every point once and half of them again, at raised priority
-# when run as root (nice -n $NICE, default -10). Runs from the repository root.
+# Sourced by the record-tiny*.sh and record-deep-gqa-c8.sh scripts: `record_surface NAME
+# [OUT.json] [extra flags] -- AXES/STOCK FLAGS` records bench/search/surface-NAME.json (or
+# OUT) from bench/search/surface-NAME.spec.yaml ($SPEC overrides) with `hone search
+# record` ($HONE overrides the binary), every point once and half of them again
+# ($REPEAT_FRACTION overrides the half), at raised priority when run as root (nice -n
+# $NICE, default -10). Runs from the repository root.
 record_surface() {
   local name=$1
   shift
@@ -21,5 +22,5 @@ record_surface() {
   local nice=()
   [ "$(id -u)" = 0 ] && nice=(nice -n "${NICE:--10}")
   "${nice[@]}" "$hone" search record --spec "${SPEC:-bench/search/surface-$name.spec.yaml}" --out "$out" \
-    "$@" --repeats 1 --repeat-fraction 0.5 "${user[@]}"
+    "$@" --repeats 1 --repeat-fraction "${REPEAT_FRACTION:-0.5}" "${user[@]}"
 }

@@ -89,6 +89,21 @@ class CliTest : public ::testing::Test {
   std::unique_ptr<sys::TempDir> dir_;
 };
 
+// `hone search compare --out-dir` writes a file per surface and a summary into a folder
+// it creates (a missing folder once failed the command after the first simulation).
+TEST_F(CliTest, SearchCompareWritesItsFilesIntoAFolderItCreates) {
+  const std::string surfaces = (testing::SourceDir() / "bench/search").string();
+  const std::string out = Path("new/compare");
+  auto r = RunHone({"search", "compare", "--surface", surfaces + "/surface-llama-small.json", "--surface",
+                    surfaces + "/surface-tiny-c2.json", "--seeds", "2", "--budgets", "4,8", "--out-dir", out});
+  ASSERT_EQ(r.status.code, 0) << r.output;
+  for (const char* f : {"compare-surface-llama-small.txt", "compare-surface-tiny-c2.txt", "compare-summary.txt"}) {
+    auto text = sys::ReadFile(out + "/" + f);
+    ASSERT_TRUE(text) << f;
+    EXPECT_NE(text->find("planner"), std::string::npos) << f;
+  }
+}
+
 TEST_F(CliTest, BadInputGivesOneLineErrors) {
   auto r = RunHone({"model", "synth", "--preset", "nope", "--out", Path("x.gguf")});
   EXPECT_EQ(r.status.code, 2);
