@@ -385,7 +385,8 @@ void Planner::AddRetries(int failed_id, bool all) {
   // failures (weights=q8_0 crashed with repack=on and ran with repack=off).
   std::optional<std::pair<std::string, std::string>> explained;
   for (const IdeaNode& r : tree_.nodes()) {
-    if (r.origin != "retry" || !r.verdict || !Launched(*r.verdict) || !r.delta.Get(f.knob)) continue;
+    if (r.origin != "retry" || !r.verdict || !Launched(*r.verdict) || r.parent < 0) continue;
+    if (tree_.at(r.parent).knob != f.knob) continue;  // a retry of another knob's failure
     for (const auto& [k, val] : r.delta.values()) {
       if (k != f.knob && partners.contains(k)) explained = std::make_pair(k, val);
     }
