@@ -388,7 +388,9 @@ Result<Provisioned> ProvisionLlamaCpp(const ProvisionOptions& options) {
   fs::path build_dir = root / ("build-" + variant);
   Provisioned p = Layout(src, root, variant);
   if (auto existing = ReadStamp(StampPath(build_dir)); existing && ToolsExist(*existing)) {
-    return *existing;
+    if (existing->cmake_args == p.cmake_args) return *existing;
+    // data/llama.cpp.yaml's build flags changed since this build: build again.
+    sys::LogInfo("llama.cpp's build flags changed since " + build_dir.string() + " was built: rebuilding");
   }
   auto start = std::chrono::steady_clock::now();
   if (options.source.empty()) {

@@ -2,6 +2,7 @@
 // with real git and a real cmake build of a stand-in source tree: four tiny tools that
 // answer --version like llama.cpp's. No network, a few seconds.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/strings.h"
 #include "sys/files.h"
@@ -74,6 +75,17 @@ TEST_F(ProvisionSourceTest, BuildsALocalCheckoutIntoItsOwnRootAndFindsIt) {
   // A second provision returns at once with the same build.
   ASSERT_OK_AND_ASSIGN(Provisioned again, ProvisionLlamaCpp(Options()));
   EXPECT_EQ(again.server, p.server);
+  // A build made with other flags than data/llama.cpp.yaml's now is built again (the AMX
+  // flags of 2026-12-05 reach a cache built before them).
+  const std::string stamp = (p.root / "build-cpu" / "hone-provision.json").string();
+  ASSERT_OK_AND_ASSIGN(std::string text, sys::ReadFile(stamp));
+  auto j = nlohmann::json::parse(text);
+  j["cmake_args"] = std::vector<std::string>{"-DGGML_NATIVE=ON"};
+  ASSERT_OK(sys::WriteFileAtomic(stamp, j.dump()));
+  ASSERT_OK_AND_ASSIGN(Provisioned rebuilt, ProvisionLlamaCpp(Options()));
+  EXPECT_EQ(rebuilt.cmake_args, p.cmake_args);
+  ASSERT_OK_AND_ASSIGN(Provisioned stamped, FindProvisioned(dir_->path() / "cache", testing::SourceDir().string()));
+  EXPECT_EQ(stamped.cmake_args, p.cmake_args);
 }
 
 TEST_F(ProvisionSourceTest, ATreeWithoutGitIsBuiltFromACopy) {
