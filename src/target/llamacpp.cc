@@ -176,6 +176,15 @@ Status BuildTools(const LlamaCppSource& src, const fs::path& src_dir, const fs::
     configure.push_back("-G");
     configure.push_back("Ninja");
   }
+  // Through ccache the way the patch lane builds (patch/build.cc: CCACHE_BASEDIR at the
+  // folder holding src/ and the build folder, the directory not hashed): a source patch's
+  // first rebuild then finds every unchanged object of this build in the cache.
+  std::map<std::string, std::string> env;
+  if (!sys::FindOnPath("ccache").empty()) {
+    configure.push_back("-DCMAKE_C_COMPILER_LAUNCHER=ccache");
+    configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
+    env = {{"CCACHE_BASEDIR", src_dir.parent_path().string()}, {"CCACHE_NOHASHDIR", "1"}};
+  }
   for (const auto& a : args) configure.push_back(a);
   HONE_TRY(sys::EnsureDir(build_dir));
   std::string log = (build_dir / "hone-build.log").string();
@@ -183,7 +192,7 @@ Status BuildTools(const LlamaCppSource& src, const fs::path& src_dir, const fs::
 
   std::vector<std::string> build = {"cmake", "--build", build_dir.string(), "-j", std::to_string(jobs), "--target"};
   for (const auto& t : src.targets) build.push_back(t);
-  HONE_ASSIGN_OR_RETURN(auto child, sys::ChildProcess::Start({.argv = build, .log_path = log}));
+  HONE_ASSIGN_OR_RETURN(auto child, sys::ChildProcess::Start({.argv = build, .env = env, .log_path = log}));
   sys::Progress progress("building llama.cpp (" + std::string(cuda ? "CUDA" : "CPU") + ")");
   static const std::regex step_re(R"(\[(\d+)/(\d+)\])");
   while (true) {
