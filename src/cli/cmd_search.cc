@@ -63,6 +63,7 @@ struct SearchOpts {
   int plateau = 0;
   double noise = -1;
   bool no_accuracy = false;  // record: no accuracy checks; compare: the gate left out
+  bool no_pool_retests = false;  // compare: measurement.pool_retests off
   int jobs = 1;
   std::string out_dir;
   std::string framework = "llama.cpp";
@@ -369,6 +370,7 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
   co.plateau = o.plateau;
   co.jobs = o.jobs;
   co.protocol.accuracy = !o.no_accuracy;
+  co.protocol.measurement.pool_retests = !o.no_pool_retests;
   if (o.noise >= 0) co.protocol.noise = o.noise;
   if (!o.budgets.empty()) {
     co.budgets.clear();
@@ -656,6 +658,8 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
                       "(default 0: matched budgets only)");
   compare->add_option("--noise", o->noise, "Relative noise of one trial (default: the surface's recorded spread)");
   compare->add_flag("--no-accuracy", o->no_accuracy, "Leave the recorded accuracy gate out");
+  compare->add_flag("--no-pool-retests", o->no_pool_retests,
+                    "Judge a re-test on its own pairs alone (measurement.pool_retests: false)");
   compare->add_option("--jobs", o->jobs, "Threads (seeds run in parallel)");
   compare->add_option("--version", o->version, "Framework version for the catalog (default 0.4.0)");
   compare->add_option("--seed", o->seed, "Base seed");

@@ -140,11 +140,6 @@ std::string Seconds(double s, bool timed) {
 
 }  // namespace
 
-search::MeasurementProtocol ProtocolOf(const spec::MeasurementSpec& m) {
-  return {.screen = m.screen, .screen_drop = m.screen_drop, .min_pairs = m.min_pairs, .max_pairs = m.max_pairs,
-          .pair_step = m.pair_step, .min_gain = m.min_gain, .confidence = m.confidence};
-}
-
 double StrategyResult::MedianToReach() const {
   return Median(std::vector<double>(to_reach.begin(), to_reach.end()));
 }
@@ -243,6 +238,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   r.points = static_cast<int>(surface.points().size());
   r.horizon = options.horizon > 0 ? std::min(options.horizon, r.points - 1) : r.points - 1;
   r.plateau = options.plateau;
+  r.pool_retests = options.protocol.measurement.pool_retests;
   r.seeds = options.seeds;
   r.budgets = options.budgets;
   std::sort(r.budgets.begin(), r.budgets.end());
@@ -364,7 +360,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
     uint64_t seed = MixSeed(options.seed, i);
     search::PlannerOptions po;
     po.domain = domain;
-    po.protocol = ProtocolOf(options.protocol.measurement);
+    po.protocol = search::MeasurementProtocol::Of(options.protocol.measurement);
     po.seed = MixSeed(seed, 10);
     search::Planner p(catalog, heuristics, po);
     Run tp = Simulate(p, s, MixSeed(seed, 1), r.horizon, enough, i == 0);
@@ -464,8 +460,9 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
   line("planner    diagnosis of the stock baseline: %s (%s)\n",
        std::string(search::BottleneckName(r.diagnosis.bottleneck)).c_str(), r.diagnosis.evidence.c_str());
   line("protocol   the session's, on the recorded noise: A/A prelude (median noise floor %.1f%%, keep threshold "
-       "%.1f%%), screen, accuracy gate%s, 3-9 paired looks; a candidate = one configuration judged%s\n",
+       "%.1f%%), screen, accuracy gate%s, 3-9 paired looks%s; a candidate = one configuration judged%s\n",
        r.noise_floor_median * 100, r.keep_threshold_median * 100, surface.accuracy_checked() > 0 ? "" : " (not recorded: off)",
+       r.pool_retests ? ", a re-test pools its INCONCLUSIVE looks" : ", a re-test judged alone",
        r.plateau > 0 ? ("; a run ends after " + std::to_string(r.plateau) +
                         " candidates in a row without a KEEP (the session's plateau rule)").c_str()
                      : "");

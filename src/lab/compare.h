@@ -97,6 +97,7 @@ struct CompareReport {
   int points = 0;
   int horizon = 0;
   int plateau = 0;  // CompareOptions::plateau
+  bool pool_retests = true;  // the protocol's measurement.pool_retests
   int seeds = 0;
   std::vector<int> budgets;
   double noise = 0;
@@ -127,9 +128,6 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
                           const std::string& source);
 // One line per surface: the goals and the figures they rest on.
 std::string FormatSummary(const std::vector<CompareReport>& reports);
-
-// The planner's view of the session's measurement protocol (its cost model).
-search::MeasurementProtocol ProtocolOf(const spec::MeasurementSpec& m);
 
 // P(t) of one strategy against another from per-seed quality curves (exposed for tests):
 // the curves are [seed][time]; `stock` is the quality every run starts from.

@@ -128,6 +128,8 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
   int target = m.min_pairs;
   const int looks = (m.max_pairs - m.min_pairs) / std::max(1, m.pair_step) + 1;
   measure::VerdictResult r;
+  const auto key = std::make_pair(incumbent_, p);
+  const Pooled prior = m.pool_retests && pooled_.contains(key) ? pooled_.at(key) : Pooled{};
   while (true) {
     while (static_cast<int>(b.size()) < target) {
       a.push_back(Measure(*incumbent_));
@@ -139,14 +141,24 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
       }
       b.push_back(Measure(*p));
     }
-    measure::VerdictInput in{a, b, maximize, m.min_gain, noise_floor_, m.confidence};
-    in.looks = looks;
+    measure::VerdictInput in{prior.a, prior.b, maximize, m.min_gain, noise_floor_, m.confidence};
+    in.a.insert(in.a.end(), a.begin(), a.end());
+    in.b.insert(in.b.end(), b.begin(), b.end());
+    in.looks = prior.looks + looks;
     in.seed = static_cast<uint64_t>(candidates_);
     r = measure::Judge(in);
     if (r.verdict != Verdict::kInconclusive || target >= m.max_pairs) break;
     target = std::min(m.max_pairs, target + m.pair_step);
   }
   const Verdict verdict = r.verdict;
+  if (verdict == Verdict::kInconclusive) {
+    Pooled& next = pooled_[key];
+    next.a.insert(next.a.end(), a.begin(), a.end());
+    next.b.insert(next.b.end(), b.begin(), b.end());
+    next.looks += looks;
+  } else {
+    pooled_.erase(key);
+  }
   if (verdict == Verdict::kKeep && gate && !accuracy_checked) {
     elapsed_s_ += facts_.accuracy_s[Index(*p)];
     if (!p->accuracy_ok()) return done(Verdict::kAccuracyFailed, r.gain);

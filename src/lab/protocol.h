@@ -16,6 +16,9 @@
 //              more while INCONCLUSIVE, up to max_pairs; each look is measure::Judge
 //              (bootstrap and t intervals, threshold max(min_gain, noise floor),
 //              Bonferroni over the planned looks);
+//   retests    (measurement.pool_retests) a candidate judged INCONCLUSIVE before
+//              against the same incumbent is judged on those pairs and its own
+//              together, Bonferroni over every look taken;
 //   KEEP       the candidate becomes the incumbent; its pair values are the new
 //              reference for screening.
 // A measurement of a point is its recorded mean times lognormal noise with the
@@ -29,6 +32,7 @@
 // only ever sees its noisy measurements. Not thread-safe; cheap to create per run.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -104,6 +108,12 @@ class SurfaceSession {
   const search::SurfacePoint* incumbent_ = nullptr;
   std::vector<double> best_values_;
   std::set<std::string> tried_;  // config hashes measured (the coordinator's ctx.tried)
+  // INCONCLUSIVE comparisons a re-test continues, by (incumbent, candidate) point.
+  struct Pooled {
+    std::vector<double> a, b;
+    int looks = 0;
+  };
+  std::map<std::pair<const search::SurfacePoint*, const search::SurfacePoint*>, Pooled> pooled_;
   double elapsed_s_ = 0;
   int trials_ = 0;
   int candidates_ = 0;

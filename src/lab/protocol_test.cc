@@ -167,5 +167,35 @@ TEST_F(ProtocolTest, NoiseMakesSmallGainsInconclusiveAndCostsMorePairs) {
   EXPECT_GT(runs, 40 * 7);
 }
 
+// A re-test of an INCONCLUSIVE candidate continues its comparison, as the coordinator's
+// does (measurement.pool_retests): b=z is +30% at 20% trial noise, which nine pairs
+// often cannot prove; judged on eighteen, the re-test proves it more often than a
+// comparison of its own. The noise draws are the same with and without pooling (same
+// seed, same trials until the verdicts part).
+TEST_F(ProtocolTest, ARetestPoolsThePairsOfItsInconclusiveLook) {
+  search::ResponseSurface s = DemoSurface(0.0, 1.0);
+  SurfaceFacts f = SurfaceFacts::Of(s);
+  int keeps[2] = {0, 0}, inconclusive[2] = {0, 0};
+  for (int pool = 0; pool < 2; ++pool) {
+    ProtocolOptions o;
+    o.noise = 0.20;
+    o.measurement.screen = false;
+    o.measurement.pool_retests = pool == 1;
+    for (uint64_t seed = 1; seed <= 100; ++seed) {
+      SurfaceSession session(s, f, demo_.catalog, o, seed);
+      session.Prelude();
+      if (session.Evaluate(Cand({{"b", "z"}})).obs.verdict != Verdict::kInconclusive) continue;
+      ++inconclusive[pool];
+      Step again = session.Evaluate(Cand({{"b", "z"}}));
+      EXPECT_LE(again.trials, 18);  // its own pairs only: the earlier ones are not measured again
+      keeps[pool] += again.obs.verdict == Verdict::kKeep ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(inconclusive[0], inconclusive[1]);  // the first looks are the same
+  EXPECT_GT(inconclusive[0], 10);
+  EXPECT_GT(keeps[1], keeps[0] + inconclusive[0] / 5) << "pooled " << keeps[1] << ", alone " << keeps[0] << " of "
+                                                       << inconclusive[0];
+}
+
 }  // namespace
 }  // namespace hone::lab

@@ -15,11 +15,7 @@ search::PlannerOptions PlannerOptionsFor(const spec::SessionSpec& spec, const st
     o.domain.exclude.push_back("weights");
   }
   // The planner ranks ideas by expected gain per server run under the session's protocol.
-  const spec::MeasurementSpec& m = spec.measurement;
-  o.protocol = search::MeasurementProtocol{.screen = m.screen, .screen_drop = m.screen_drop,
-                                           .min_pairs = m.min_pairs, .max_pairs = m.max_pairs,
-                                           .pair_step = m.pair_step, .min_gain = m.min_gain,
-                                           .confidence = m.confidence};
+  o.protocol = search::MeasurementProtocol::Of(spec.measurement);
   return o;
 }
 

@@ -215,25 +215,43 @@ std::optional<double> Planner::RoofCap() const {
   return std::max(0.0, -std::log(*ctx_.headroom) - best_level_);
 }
 
-double Planner::Kept(double mean, double sd) const {
+double Planner::Kept(double mean, double sd, int looks) const {
   const MeasurementProtocol p = cost_ ? cost_->protocol() : MeasurementProtocol{};
   const double threshold = std::log1p(std::max(p.min_gain, ctx_.floor));
-  // The estimate's noise after the last look's pairs.
-  const double se = TrialNoise() * std::sqrt(2.0 / std::max(1, p.max_pairs));
+  // The estimate's noise after the last look's pairs (and those it pools).
+  const double se = TrialNoise() * std::sqrt(2.0 / (std::max(1, p.max_pairs) * std::max(1, looks)));
   return KeptGain(mean, sd, threshold, se);
+}
+
+int Planner::PooledLooks(const IdeaNode& n) const {
+  if (n.origin != "retest" || !cost_ || !cost_->protocol().pool_retests) return 0;
+  // The protocol pools only against the same incumbent: looks since the last KEEP.
+  int last_keep = 0;
+  for (const IdeaNode& o : tree_.nodes()) {
+    if (o.verdict == Verdict::kKeep) last_keep = std::max(last_keep, o.order);
+  }
+  int looks = 0;
+  for (int p = n.parent; p >= 0; p = tree_.at(p).parent) {
+    const IdeaNode& look = tree_.at(p);
+    if (look.key != n.key || look.state != IdeaState::kInconclusive || look.order <= last_keep) break;
+    ++looks;
+  }
+  return looks;
 }
 
 void Planner::ScoreNode(IdeaNode& n) {
   double urgency = ctx_.headroom ? std::clamp(1.0 - *ctx_.headroom, 0.0, 1.0) : 0.5;
   double ei = 0, cost = 1, risk = 0, mult = 1;
   double effect_mean = 0, effect_sd = 0;  // belief about the change relative to the incumbent
+  int pooled = 0;                          // earlier looks a re-test's verdict pools
   std::string model;
   if (n.kind == IdeaKind::kValue) {
     const Belief& b = beliefs_.at(n.knob);
     const target::Knob* k = catalog_.Find(n.knob);
     GpPrediction p = Posterior(n.knob, n.value, n.prior_mean);
     double best = IncumbentEffect(n.knob);
-    ei = Kept(p.mean - best, p.sd);
+    pooled = PooledLooks(n);
+    ei = Kept(p.mean - best, p.sd, 1 + pooled);
     effect_mean = p.mean - best;
     effect_sd = p.sd;
     int measured = 0;
@@ -266,11 +284,15 @@ void Planner::ScoreNode(IdeaNode& n) {
   // What measuring it will cost: a candidate near neutral takes every look of the pairs.
   double runs = 1;
   if (cost_) {
-    runs = cost_->ExpectedRunsUnder(effect_mean, effect_sd, TrialNoise(), ctx_.floor) / cost_->DecisiveRuns();
+    // A pooled re-test's looks carry its earlier pairs too: as if each trial were that
+    // much less noisy (an approximation: the first look already sees them all).
+    runs = cost_->ExpectedRunsUnder(effect_mean, effect_sd, TrialNoise() / std::sqrt(1.0 + pooled), ctx_.floor) /
+           cost_->DecisiveRuns();
   }
   n.expected_gain = std::expm1(ei);
   n.score = ei * mult / cost / runs;
   n.why = "expected " + Pct(n.expected_gain) + " (" + model + ")";
+  if (pooled > 0) n.why += ", pools " + std::to_string(pooled) + " earlier look(s)";
   if (cost_) n.why += ", ~" + Num(runs * cost_->DecisiveRuns()) + " runs";
   if (risk > 0) n.why += ", accuracy risk -" + Num(risk * (1.0 - urgency));
   if (cost != 1) n.why += ", cost x" + Num(cost);

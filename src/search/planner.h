@@ -138,7 +138,11 @@ class Planner final : public Proposer {
   // max(min_gain, noise floor), and the estimate's noise after the last look. (The
   // interval's half-width is a higher bar than the threshold at high noise; scoring
   // against it did worse on every surface tried, docs/search.md.)
-  double Kept(double mean, double sd) const;
+  // `looks`: the comparisons its verdict will see (a pooled re-test's earlier ones too).
+  double Kept(double mean, double sd, int looks = 1) const;
+  // The INCONCLUSIVE looks a re-test continues (protocol pool_retests): its chain of
+  // earlier looks at the same value since the incumbent last moved; 0 otherwise.
+  int PooledLooks(const IdeaNode& n) const;
   // One trial's log noise, from the A/A floor.
   double TrialNoise() const;
   // What any idea can still gain under the roofline (log; the headroom less the kept

@@ -462,6 +462,31 @@ TEST_F(PlannerTest, TheProtocolsCostRanksIdeasByGainPerRun) {
   EXPECT_NE(a->score, b->score);
 }
 
+// Under a protocol that pools a re-test with its INCONCLUSIVE look, the re-test of a near
+// miss is worth more than one judged alone: its verdict sees twice the pairs.
+TEST_F(PlannerTest, ARetestThatPoolsItsEarlierLookIsScoredWithTheirPairs) {
+  ctx_.noise_floor = 0.15;
+  double gain[2] = {0, 0};
+  for (int pool = 0; pool < 2; ++pool) {
+    SCOPED_TRACE(pool ? "pooled" : "alone");
+    ctx_.tried.clear();
+    ctx_.best = {};
+    MeasurementProtocol protocol;
+    protocol.pool_retests = pool == 1;
+    auto p = Make({.domain = {.only = {"kv"}}, .protocol = protocol});
+    Candidate c = Step(*p, Verdict::kInconclusive, 0.14);  // under the 15% threshold
+    (void)p->Next(ctx_);                                   // rescored
+    const IdeaNode* retest = nullptr;
+    for (const IdeaNode& n : p->tree().nodes()) {
+      if (n.key == c.idea && n.origin == "retest") retest = &n;
+    }
+    ASSERT_NE(retest, nullptr);
+    EXPECT_EQ(retest->why.find("pools 1 earlier look(s)") != std::string::npos, pool == 1) << retest->why;
+    gain[pool] = retest->expected_gain;
+  }
+  EXPECT_GT(gain[1], gain[0]);
+}
+
 // Two knobs whose values each measured a little better than the incumbent (under the
 // noise: no KEEP) are tried together: the pattern move.
 TEST_F(PlannerTest, NearMissesOfTwoKnobsAreCombinedIntoOneCandidate) {

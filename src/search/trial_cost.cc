@@ -68,6 +68,12 @@ double TQuantile(double confidence, int dof) {
   return 0.5 * (lo + hi);
 }
 
+MeasurementProtocol MeasurementProtocol::Of(const spec::MeasurementSpec& m) {
+  return {.screen = m.screen, .screen_drop = m.screen_drop, .min_pairs = m.min_pairs, .max_pairs = m.max_pairs,
+          .pair_step = m.pair_step, .min_gain = m.min_gain, .confidence = m.confidence,
+          .pool_retests = m.pool_retests};
+}
+
 TrialCostModel::TrialCostModel(const MeasurementProtocol& p) : p_(p) {
   p_.min_pairs = std::max(1, p_.min_pairs);
   p_.pair_step = std::max(1, p_.pair_step);

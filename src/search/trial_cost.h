@@ -18,6 +18,8 @@
 
 #include <vector>
 
+#include "spec/session_spec.h"
+
 namespace hone::search {
 
 struct MeasurementProtocol {
@@ -28,6 +30,11 @@ struct MeasurementProtocol {
   int pair_step = 3;
   double min_gain = 0.01;
   double confidence = 0.95;
+  // A re-test continues the INCONCLUSIVE looks of the same value against the same
+  // incumbent (measurement.pool_retests): its verdict sees their pairs too.
+  bool pool_retests = true;
+
+  static MeasurementProtocol Of(const spec::MeasurementSpec& m);
 };
 
 // The protocol's looks, precomputed (Student-t quantiles per look). A value type.

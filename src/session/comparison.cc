@@ -49,9 +49,14 @@ int PlannedLooks(int min_pairs, int max_pairs, int pair_step) {
 
 measure::VerdictResult JudgePairs(const PairPlan& plan, const PairLog& log) {
   HONE_CHECK(plan.judge.has_value());
+  HONE_CHECK(plan.prior_a.size() == plan.prior_b.size());
   measure::VerdictInput in = *plan.judge;
-  in.a = log.a();
-  in.b = log.b();
+  in.a = plan.prior_a;
+  in.b = plan.prior_b;
+  const std::vector<double> a = log.a(), b = log.b();
+  in.a.insert(in.a.end(), a.begin(), a.end());
+  in.b.insert(in.b.end(), b.begin(), b.end());
+  in.looks += plan.prior_looks;
   return measure::Judge(in);
 }
 

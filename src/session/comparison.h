@@ -91,6 +91,11 @@ struct PairPlan {
   // The verdict's settings (its a and b are ignored; looks = planned looks, see
   // PlannedLooks). Unset: no verdict, exactly min_pairs pairs (the A/A baseline).
   std::optional<measure::VerdictInput> judge;
+  // Pairs of earlier comparisons this one continues (pool_retests): judged ahead of the
+  // log's own, with their looks added to the judge's for the Bonferroni correction.
+  // The log, the pair counts and min_pairs are this comparison's own.
+  std::vector<double> prior_a, prior_b;
+  int prior_looks = 0;
   bool slo_veto = false;  // a B that violates an SLO ends the comparison (candidates)
   std::string label;      // names an inconclusive look in the progress ("" = quiet)
   // Optional hooks.

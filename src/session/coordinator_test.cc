@@ -173,6 +173,76 @@ TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
   for (const auto& t : exec_.ran) EXPECT_TRUE(sys::FileExists(dir_->path() / "trials" / t.id / "outcome.json"));
 }
 
+// Proposes its ideas in order, each once, whether or not measured before (a planner's
+// re-test of an INCONCLUSIVE value).
+class RepeatProposer final : public search::Proposer {
+ public:
+  explicit RepeatProposer(std::vector<std::string> ideas) : ideas_(std::move(ideas)) {}
+  std::optional<search::Candidate> Next(const search::ProposalContext&) override {
+    if (next_ >= ideas_.size()) return std::nullopt;
+    const std::string idea = ideas_[next_++];
+    const size_t eq = idea.find('=');
+    return search::Candidate{idea, idea, Config{{idea.substr(0, eq), idea.substr(eq + 1)}}, "test idea", 0};
+  }
+  void Observe(const search::Observation& obs) override { gains.push_back(obs.gain); }
+  std::string Save() const override { return std::to_string(next_); }
+  Status Load(const std::string& s) override {
+    next_ = static_cast<size_t>(ParseInt(s).value_or(0));
+    return Ok();
+  }
+  std::string Describe() const override { return "repeat"; }
+  std::vector<double> gains;
+
+ private:
+  std::vector<std::string> ideas_;
+  size_t next_ = 0;
+};
+
+// A re-test of an INCONCLUSIVE candidate against the same incumbent continues its
+// comparison: judged on both candidates' pairs, Bonferroni over all their looks. Here
+// each comparison's candidate trials measure +0%, +40%, +0%, ... (4 of 9 at +40%): nine
+// pairs cannot prove the gain (t interval across 1), fifteen pooled ones can; without
+// pooling each comparison stands alone and the re-test is INCONCLUSIVE again.
+TEST_F(CoordinatorTest, ARetestPoolsThePairsOfItsInconclusiveLooks) {
+  for (bool pool : {true, false}) {
+    SCOPED_TRACE(pool ? "pool_retests: true" : "pool_retests: false");
+    SetUp();
+    exec_.noise = 0;
+    int b_trials = 0;
+    exec_.adjust = [&b_trials](const measure::TrialRequest& r, double v) {
+      if (r.role != measure::TrialRole::kCandidate || r.config.Get("speed") != "fast") return v;
+      return v * ((b_trials++ % 9) % 2 == 1 ? 1.4 : 1.0);
+    };
+    spec::SessionSpec spec = Spec();
+    spec.budget.max_cycles = 1;
+    spec.measurement.screen = false;
+    spec.measurement.pool_retests = pool;
+    RepeatProposer p({"speed=fast", "speed=fast"});
+    SessionState s = Run(spec, &p);
+    ASSERT_EQ(s.candidates.size(), 2u);
+    const CandidateRecord& first = s.candidates[0];
+    const CandidateRecord& again = s.candidates[1];
+    EXPECT_EQ(first.verdict, Verdict::kInconclusive) << first.reason;
+    EXPECT_EQ(first.pairs, 9);
+    EXPECT_TRUE(first.pooled_with.empty());
+    if (pool) {
+      EXPECT_EQ(again.verdict, Verdict::kKeep) << again.reason;
+      EXPECT_EQ(again.pooled_with, std::vector<std::string>{first.id});
+      EXPECT_GE(again.pairs, 12);  // the first's 9 and at least its own 3
+      EXPECT_EQ(again.pairs, 9 + static_cast<int>(again.candidate_values.size()));
+      EXPECT_TRUE(again.reason.starts_with("with " + first.id + "'s pairs, ")) << again.reason;
+      // Saved with the state: a resumed session pools the same pairs.
+      auto loaded = LoadState(dir_->path().string());
+      ASSERT_OK(loaded);
+      EXPECT_EQ(loaded->candidates[1].pooled_with, again.pooled_with);
+    } else {
+      EXPECT_EQ(again.verdict, Verdict::kInconclusive) << again.reason;
+      EXPECT_TRUE(again.pooled_with.empty());
+      EXPECT_EQ(again.pairs, 9);
+    }
+  }
+}
+
 // The framework phase ends after search.plateau candidates in a row without a KEEP;
 // with 0 it runs until the proposer has nothing left (or the budget ends it).
 TEST_F(CoordinatorTest, ThePlateauIsTheSpecsAndZeroSpendsTheIdeas) {

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/stats.h"
+#include "core/strings.h"
 #include "session/coordinator.h"
 
 namespace hone::session {
@@ -110,8 +111,46 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
   plan.max_pairs = m.max_pairs;
   plan.pair_step = m.pair_step;
   plan.judge = VerdictSettings(PlannedLooks(), static_cast<uint64_t>(state_.next_candidate));
+  // A re-test continues the comparisons of the same configuration against the same
+  // incumbent that ended INCONCLUSIVE: pairs measured apart in time are still pairs,
+  // and every look of theirs counts in the correction. (Derived from the state, so a
+  // resumed candidate pools the same ones.)
+  c.pooled_with.clear();
+  if (m.pool_retests) {
+    const std::string config = c.config.Hash(), incumbent = c.incumbent.Hash();
+    for (const CandidateRecord& p : state_.candidates) {
+      if (&p == &c || p.id == c.id || p.config.Hash() != config || p.incumbent.Hash() != incumbent ||
+          p.server_binary != c.server_binary || p.incumbent_binary != c.incumbent_binary) {
+        continue;
+      }
+      if (p.verdict == Verdict::kKeep || p.verdict == Verdict::kRevert) {  // decided: a later look starts afresh
+        plan.prior_a.clear();
+        plan.prior_b.clear();
+        plan.prior_looks = 0;
+        c.pooled_with.clear();
+        continue;
+      }
+      if (p.verdict != Verdict::kInconclusive || p.incumbent_values.size() != p.candidate_values.size() ||
+          p.incumbent_values.empty()) {
+        continue;
+      }
+      plan.prior_a.insert(plan.prior_a.end(), p.incumbent_values.begin(), p.incumbent_values.end());
+      plan.prior_b.insert(plan.prior_b.end(), p.candidate_values.begin(), p.candidate_values.end());
+      plan.prior_looks += PlannedLooks();
+      c.pooled_with.push_back(p.id);
+    }
+    if (!c.pooled_with.empty()) {
+      ledger_.Progress("  pooled with the pairs of " + Join(c.pooled_with, ", ") + " (" +
+                       std::to_string(plan.prior_a.size()) + " pairs against the same incumbent)");
+    }
+  }
   PairLog log(c.incumbent_trials, c.incumbent_values, c.candidate_trials, c.candidate_values);
   HONE_ASSIGN_OR_RETURN(e.comparison, RunComparison(ledger_, plan, log));
+  if (e.comparison->judged && !c.pooled_with.empty()) {
+    e.comparison->judged->reason =
+        "with " + Join(c.pooled_with, ", ") + "'s pairs, " + std::to_string(e.comparison->judged->pairs) +
+        " in all: " + e.comparison->judged->reason;
+  }
   if (const auto& judged = e.comparison->judged) {
     c.gain = judged->gain;
     c.ci_lo = judged->ratio.lo;

@@ -59,6 +59,10 @@ struct CandidateRecord {
   std::vector<double> incumbent_values;
   std::vector<double> candidate_values;
   std::string screen_trial;
+  // Earlier INCONCLUSIVE candidates of the same configuration against the same
+  // incumbent whose pairs its verdict pools (measurement.pool_retests); gain, interval
+  // and pairs are then over theirs and its own together.
+  std::vector<std::string> pooled_with;
   std::string failure_kind;
   std::string accuracy;     // accuracy gate detail ("" = not run)
   bool accuracy_passed = true;

@@ -173,6 +173,7 @@ json CandidateJson(const CandidateRecord& c) {
           {"incumbent_values", c.incumbent_values},
           {"candidate_values", c.candidate_values},
           {"screen_trial", c.screen_trial},
+          {"pooled_with", c.pooled_with},
           {"failure_kind", c.failure_kind},
           {"accuracy", c.accuracy},
           {"accuracy_passed", c.accuracy_passed},
@@ -211,6 +212,7 @@ CandidateRecord CandidateFrom(const json& j) {
   c.incumbent_values = j.value("incumbent_values", std::vector<double>{});
   c.candidate_values = j.value("candidate_values", std::vector<double>{});
   c.screen_trial = j.value("screen_trial", "");
+  c.pooled_with = j.value("pooled_with", std::vector<std::string>{});
   c.failure_kind = j.value("failure_kind", "");
   c.accuracy = j.value("accuracy", "");
   c.accuracy_passed = j.value("accuracy_passed", true);

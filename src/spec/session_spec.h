@@ -127,6 +127,10 @@ struct MeasurementSpec {
   bool screen = true;       // one unpaired screening trial drops clear losers early
   double screen_drop = 0.10;
   int aa_pairs = 3;
+  // A candidate measured again against the same incumbent (the same configuration and
+  // builds) after an INCONCLUSIVE comparison continues it: its verdict is judged on the
+  // earlier pairs and its own together, Bonferroni-corrected over every look taken.
+  bool pool_retests = true;
   double health_timeout_s = 180;
   double request_timeout_s = 120;  // a request that receives nothing for this long is stalled
 };
