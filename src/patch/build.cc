@@ -9,6 +9,7 @@
 #include "core/strings.h"
 #include "patch/git.h"
 #include "sys/clock.h"
+#include "sys/compiler_cache.h"
 #include "sys/files.h"
 #include "sys/process.h"
 
@@ -48,10 +49,9 @@ BuildRecipe CMakeRecipe(std::string name, const std::vector<std::string>& cmake_
   BuildRecipe r;
   r.name = std::move(name);
   std::vector<std::string> configure = {"cmake", "-S", "{src}", "-B", "{build}", "-G", "Ninja"};
-  if (!sys::FindOnPath("ccache").empty()) {
-    configure.push_back("-DCMAKE_C_COMPILER_LAUNCHER=ccache");
-    configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
-  }
+  // Relative paths in cache keys: a cache entry made in one worktree serves the next.
+  const sys::CompilerCache cache = sys::CMakeCompilerCache("{slot}");
+  configure.insert(configure.end(), cache.cmake_args.begin(), cache.cmake_args.end());
   configure.insert(configure.end(), cmake_args.begin(), cmake_args.end());
   r.configure.push_back(std::move(configure));
   std::vector<std::string> build = {"cmake", "--build", "{build}", "-j", "{jobs}"};
@@ -60,8 +60,7 @@ BuildRecipe CMakeRecipe(std::string name, const std::vector<std::string>& cmake_
     build.push_back(t);
   }
   r.build.push_back(std::move(build));
-  // Relative paths in cache keys: a cache entry made in one worktree serves the next.
-  r.env = {{"CCACHE_BASEDIR", "{slot}"}, {"CCACHE_NOHASHDIR", "1"}};
+  r.env = cache.env;
   r.artifacts = artifacts;
   return r;
 }

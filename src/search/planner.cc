@@ -406,15 +406,15 @@ void Planner::AddRetries(int failed_id, bool all) {
   // An earlier retry of this knob that launched names the value that explains the
   // failures (weights=q8_0 crashed with repack=on and ran with repack=off).
   std::optional<std::pair<std::string, std::string>> explained;
+  std::set<std::string> existing;
   for (const IdeaNode& r : tree_.nodes()) {
+    existing.insert(r.key);
     if (r.origin != "retry" || !r.verdict || !Launched(*r.verdict) || r.parent < 0) continue;
     if (tree_.at(r.parent).knob != f.knob) continue;  // a retry of another knob's failure
     for (const auto& [k, val] : r.delta.values()) {
       if (k != f.knob && partners.contains(k)) explained = std::make_pair(k, val);
     }
   }
-  std::set<std::string> existing;
-  for (const IdeaNode& r : tree_.nodes()) existing.insert(r.key);
   auto add = [&](const std::string& j, const std::string& w, const std::string& why) {
     IdeaNode n;
     n.kind = IdeaKind::kBundle;

@@ -8,6 +8,7 @@
 
 #include "core/strings.h"
 #include "spec/yaml.h"
+#include "sys/compiler_cache.h"
 #include "sys/files.h"
 #include "sys/process.h"
 #include "sys/signals.h"
@@ -176,15 +177,11 @@ Status BuildTools(const LlamaCppSource& src, const fs::path& src_dir, const fs::
     configure.push_back("-G");
     configure.push_back("Ninja");
   }
-  // Through ccache the way the patch lane builds (patch/build.cc: CCACHE_BASEDIR at the
-  // folder holding src/ and the build folder, the directory not hashed): a source patch's
-  // first rebuild then finds every unchanged object of this build in the cache.
-  std::map<std::string, std::string> env;
-  if (!sys::FindOnPath("ccache").empty()) {
-    configure.push_back("-DCMAKE_C_COMPILER_LAUNCHER=ccache");
-    configure.push_back("-DCMAKE_CXX_COMPILER_LAUNCHER=ccache");
-    env = {{"CCACHE_BASEDIR", src_dir.parent_path().string()}, {"CCACHE_NOHASHDIR", "1"}};
-  }
+  // Through ccache the way the patch lane builds: a source patch's first rebuild then
+  // finds every unchanged object of this build in the cache.
+  const sys::CompilerCache cache = sys::CMakeCompilerCache(src_dir.parent_path().string());
+  configure.insert(configure.end(), cache.cmake_args.begin(), cache.cmake_args.end());
+  const std::map<std::string, std::string>& env = cache.env;
   for (const auto& a : args) configure.push_back(a);
   HONE_TRY(sys::EnsureDir(build_dir));
   std::string log = (build_dir / "hone-build.log").string();
