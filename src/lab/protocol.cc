@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/stats.h"
 #include "measure/verdict.h"
+#include "session/comparison.h"
 
 namespace hone::lab {
 
@@ -126,7 +127,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
   // Paired, interleaved trials; sequential looks.
   std::vector<double> a, b;
   int target = m.min_pairs;
-  const int looks = (m.max_pairs - m.min_pairs) / std::max(1, m.pair_step) + 1;
+  const int looks = session::PlannedLooks(m.min_pairs, m.max_pairs, m.pair_step);
   measure::VerdictResult r;
   const auto key = std::make_pair(incumbent_, p);
   const Pooled prior = m.pool_retests && pooled_.contains(key) ? pooled_.at(key) : Pooled{};
