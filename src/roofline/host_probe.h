@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/error.h"
 #include "roofline/hardware.h"
@@ -20,10 +21,15 @@ struct BandwidthProbe {
 };
 
 // Sustained read bandwidth in bytes/s: `threads` threads each sum their slice of one
-// array; the best of `passes` timed passes (after one untimed pass that faults the
+// array with the widest vector loads the CPU has (ggml streams weights that way); the best of `passes` timed passes (after one untimed pass that faults the
 // pages in). kInvalidArgument for bad parameters, kResourceExhausted when the array
 // cannot be allocated.
 Result<double> MeasureReadBandwidth(const BandwidthProbe& probe = {});
+
+// The probe's summing kernel (AVX-512, AVX2 or scalar, as this CPU allows): the sum of
+// p[0..n) modulo 2^64. Exposed so a test can check that it reads every word: a kernel
+// that skipped some would report a bandwidth no real kernel reaches.
+uint64_t ProbeSum(const uint64_t* p, size_t n);
 
 // `hw` with its measured bandwidth replaced by `bytes_per_s` (and the source noted).
 Hardware WithMeasuredBandwidth(Hardware hw, double bytes_per_s, const std::string& source);

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "testing/test_util.h"
 
 namespace hone::roofline {
@@ -12,6 +15,22 @@ TEST(HostProbeTest, MeasuresAPositiveReadBandwidth) {
   ASSERT_OK_AND_ASSIGN(double bw, MeasureReadBandwidth({.threads = 2, .bytes = size_t{16} << 20, .passes = 2}));
   EXPECT_GT(bw, 100e6);   // any machine reads 16 MiB faster than 100 MB/s
   EXPECT_LT(bw, 100e12);  // and slower than 100 TB/s
+}
+
+TEST(HostProbeTest, TheProbesKernelReadsEveryWord) {
+  // Lengths around the vector kernels' rounds (32 and 16 words) and the prefetch
+  // distance, from an unaligned start: every word counts once.
+  std::vector<uint64_t> words(5000);
+  uint64_t x = 0x9e3779b97f4a7c15;
+  for (uint64_t& w : words) w = (x = x * 6364136223846793005 + 1442695040888963407);
+  for (size_t start : {size_t{0}, size_t{1}, size_t{3}}) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{31}, size_t{32}, size_t{33}, size_t{511},
+                     size_t{512}, size_t{513}, size_t{4093}}) {
+      uint64_t expected = 0;
+      for (size_t i = 0; i < n; ++i) expected += words[start + i];
+      EXPECT_EQ(ProbeSum(words.data() + start, n), expected) << "start " << start << ", " << n << " words";
+    }
+  }
 }
 
 TEST(HostProbeTest, RejectsBadParameters) {
