@@ -199,6 +199,7 @@ Result<std::unique_ptr<SessionWiring>> WireSession(const spec::SessionSpec& spec
   svc.progress = ctx.progress;
   HONE_ASSIGN_OR_RETURN(svc.roofline, BuildRoofline(spec, w->engine.model_path, machine, ctx, RealCeilingProbes(ctx)));
   svc.cpus = machine.cpus;
+  svc.cores = machine.physical_cores;
   svc.gpu = spec.target.num_gpus > 0;
   return w;
 }

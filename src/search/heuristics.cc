@@ -205,9 +205,10 @@ Diagnosis Diagnose(const std::string& roofline_class, const std::map<std::string
   return {Bottleneck::kUnknown, "no baseline metrics"};
 }
 
-std::string ResolveValueExpression(const std::string& expr, int concurrency, int cpus) {
+std::string ResolveValueExpression(const std::string& expr, int concurrency, int cpus, int cores) {
   if (expr == "concurrency") return std::to_string(concurrency);
   if (expr == "cpus") return std::to_string(cpus);
+  if (expr == "cores" && cores > 0) return std::to_string(cores);
   if (expr == "2*cpus") return std::to_string(2 * cpus);
   if (expr == "2*concurrency") return std::to_string(2 * concurrency);
   return expr;

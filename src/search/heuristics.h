@@ -94,8 +94,9 @@ struct Heuristics {
 Diagnosis Diagnose(const std::string& roofline_class, const std::map<std::string, double>& metrics,
                    const DiagnosisRules& rules);
 
-// Resolves a value expression of a hint or bundle: "concurrency", "cpus", "2*cpus" or
-// a literal.
-std::string ResolveValueExpression(const std::string& expr, int concurrency, int cpus);
+// Resolves a value expression of a hint, bundle or a knob's auto_means: "concurrency",
+// "cpus", "2*cpus", "cores" (the host's physical cores; left as is when `cores` is 0,
+// unknown) or a literal.
+std::string ResolveValueExpression(const std::string& expr, int concurrency, int cpus, int cores = 0);
 
 }  // namespace hone::search

@@ -66,8 +66,30 @@ double Planner::KnobScale(const std::string& knob) const {
 
 Config Planner::Resolve(const Config& delta) const {
   Config out;
-  for (const auto& [k, v] : delta.values()) out.Set(k, ResolveValueExpression(v, ctx_.concurrency, ctx_.cpus));
+  for (const auto& [k, v] : delta.values()) {
+    out.Set(k, ResolveValueExpression(v, ctx_.concurrency, ctx_.cpus, ctx_.cores));
+  }
   return out;
+}
+
+std::string Planner::Effective(const Config& config, const target::Knob& knob, int depth) const {
+  std::string v = catalog_.ValueOf(config, knob);
+  if (knob.auto_means.empty() || v != knob.default_value || depth > 4) return v;
+  if (const target::Knob* other = catalog_.Find(knob.auto_means)) {
+    std::string o = Effective(config, *other, depth + 1);
+    return o == other->default_value ? v : o;  // the other knob's own default unresolved: unknown
+  }
+  std::string r = ResolveValueExpression(knob.auto_means, ctx_.concurrency, ctx_.cpus, ctx_.cores);
+  return r == knob.auto_means ? v : r;  // unresolved here (cores unknown)
+}
+
+bool Planner::Changes(const Config& base, const Config& full, const Config& delta) const {
+  if (full == base) return false;
+  for (const auto& [k, v] : delta.values()) {
+    const target::Knob* knob = catalog_.Find(k);
+    if (!knob || Effective(full, *knob) != Effective(base, *knob)) return true;
+  }
+  return false;
 }
 
 int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int parent, const std::string& origin) {
@@ -84,7 +106,7 @@ int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int pa
   if (fw_) {
     if (auto it = fw_->value_hints.find(k.name); it != fw_->value_hints.end()) {
       for (const std::string& expr : it->second) {
-        if (ResolveValueExpression(expr, ctx_.concurrency, ctx_.cpus) == value) {
+        if (ResolveValueExpression(expr, ctx_.concurrency, ctx_.cpus, ctx_.cores) == value) {
           n.prior_mean += 0.5 * PriorScale(k.category);
           n.prior_note = "hint: " + expr;
         }
@@ -134,8 +156,8 @@ Status Planner::Init(const ProposalContext& ctx) {
   diagnosis_ = Diagnose(ctx.bottleneck, ctx.baseline_metrics, heuristics_.diagnosis);
   for (const KnobDomain& kd : domain_.knobs()) {
     Belief b;
-    b.reference = catalog_.ValueOf(ctx.stock, *kd.knob);
-    b.current = catalog_.ValueOf(ctx.best, *kd.knob);
+    b.reference = Effective(ctx.stock, *kd.knob);
+    b.current = Effective(ctx.best, *kd.knob);
     IdeaNode g;
     g.kind = IdeaKind::kGroup;
     g.key = "knob:" + kd.knob->name;
@@ -477,6 +499,7 @@ std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
   }
   ctx_.concurrency = std::max(1, ctx.concurrency);
   ctx_.cpus = std::max(1, ctx.cpus);
+  ctx_.cores = std::max(0, ctx.cores);
   if (!initialized_) {
     if (auto s = Init(ctx); !s) {
       stop_note_ = "cannot build the search domain: " + s.error().message;
@@ -488,7 +511,7 @@ std::optional<Candidate> Planner::Next(const ProposalContext& ctx) {
   for (auto& [knob, b] : beliefs_) {
     const target::Knob* k = catalog_.Find(knob);
     if (!k) continue;
-    std::string now = catalog_.ValueOf(ctx.best, *k);
+    std::string now = Effective(ctx.best, *k);
     if (now != b.current) Rebase(knob, now);
   }
   (void)explorer_.Prepare(ctx);  // no knob to explore leaves the tree alone
@@ -520,7 +543,7 @@ std::optional<Candidate> Planner::Explore(const ProposalContext& ctx, const std:
     Config delta;
     for (const auto& [k, v] : c->delta.values()) {
       const target::Knob* knob = catalog_.Find(k);
-      if (!knob || catalog_.ValueOf(ctx.best, *knob) != v) delta.Set(k, v);
+      if (!knob || Effective(ctx.best, *knob) != v) delta.Set(k, v);
     }
     if (delta.size() == 0) {
       explorer_.Observe({*c, ctx.best, Verdict::kInvalid, 0, ""});  // the incumbent itself: no evidence
@@ -562,7 +585,7 @@ std::optional<Candidate> Planner::FromTree(const ProposalContext& ctx) {
     }
     Config delta = Resolve(n.delta);
     Config full = ctx.best.Merged(delta);
-    if (full == ctx.best || (ctx.tried.contains(full.Hash()) && n.origin != "retest")) {
+    if (!Changes(ctx.best, full, delta) || (ctx.tried.contains(full.Hash()) && n.origin != "retest")) {
       // Nothing new to measure from here; it may be again after the incumbent moves.
       continue;
     }
@@ -867,7 +890,7 @@ std::string Planner::Save() const {
   j["best_level"] = best_level_;
   j["proposals"] = proposals_;
   j["pending"] = pending_;
-  j["ctx"] = {{"concurrency", ctx_.concurrency}, {"cpus", ctx_.cpus}, {"noise", ctx_.noise}};
+  j["ctx"] = {{"concurrency", ctx_.concurrency}, {"cpus", ctx_.cpus}, {"cores", ctx_.cores}, {"noise", ctx_.noise}};
   j["explorer"] = explorer_.Save();
   j["pending_full"] = pending_full_.values();
   return j.dump();
@@ -924,6 +947,7 @@ Status Planner::Load(const std::string& saved) {
     pending_ = j.value("pending", -1);
     ctx_.concurrency = j.at("ctx").value("concurrency", 1);
     ctx_.cpus = j.at("ctx").value("cpus", 1);
+    ctx_.cores = j.at("ctx").value("cores", 0);
     ctx_.noise = j.at("ctx").value("noise", options_.default_noise);
     HONE_TRY(explorer_.Load(j.value("explorer", std::string())));
     pending_full_ = ConfigOf(j.value("pending_full", json::object()));

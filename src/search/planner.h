@@ -121,6 +121,7 @@ class Planner final : public Proposer {
     double floor = 0.03;   // the A/A noise floor (or the default noise when unknown)
     int concurrency = 1;
     int cpus = 1;
+    int cores = 0;
   };
 
   Status Init(const ProposalContext& ctx);
@@ -149,6 +150,13 @@ class Planner final : public Proposer {
   // gains), or nothing when the headroom is unknown.
   std::optional<double> RoofCap() const;
   Config Resolve(const Config& delta) const;
+  // A knob's value in `config` as the engine runs it: its default resolved through the
+  // catalog's auto_means where that is known here (llama.cpp's threads "auto" -> the
+  // host's physical cores), else the value as written.
+  std::string Effective(const Config& config, const target::Knob& knob, int depth = 0) const;
+  // Whether `full` runs any knob of `delta` differently from `base` (threads=2 on a
+  // stock whose auto threads are 2 does not).
+  bool Changes(const Config& base, const Config& full, const Config& delta) const;
   void RecordEffect(const std::string& knob, const std::string& value, double log_effect);
   void Rebase(const std::string& knob, const std::string& new_value);
   void ExpandWin(int id);

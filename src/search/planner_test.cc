@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/strings.h"
 #include "sys/files.h"
 #include "testing/test_util.h"
 
@@ -160,6 +161,52 @@ TEST_F(PlannerTest, AHintBesideTheStocksValueIsTheFirstTry) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->idea, "threads=2") << c->rationale;
   EXPECT_NE(c->rationale.find("hint: cpus"), std::string::npos) << c->rationale;
+}
+
+// llama-server's threads "auto" is the host's physical cores (catalog auto_means): on a
+// 2-core host threads=2 is the stock itself, and threads_batch=2 likewise (its auto is
+// the decode threads). Neither is measured; with the cores unknown both are.
+TEST_F(PlannerTest, AValueTheEnginesAutoAlreadyRunsIsNoIdea) {
+  ASSERT_OK_AND_ASSIGN(target::KnobCatalog llama,
+                       target::KnobCatalog::Load((testing::SourceDir() / "catalogs/llama.cpp/v0.4.yaml").string()));
+  ASSERT_OK_AND_ASSIGN(Heuristics h, Heuristics::Load((testing::SourceDir() / "data/search/heuristics.yaml").string()));
+  ctx_.cpus = 2;
+  ctx_.concurrency = 2;
+  ctx_.stock = Config{};
+  ctx_.best = ctx_.stock;
+  auto proposed = [&](int cores) {
+    ctx_.cores = cores;
+    ctx_.tried.clear();
+    ctx_.best = ctx_.stock;
+    Planner p(llama, h, {.domain = {.only = {"threads", "threads_batch"}}, .explore = false});
+    std::vector<std::string> ideas;
+    while (auto c = p.Next(ctx_)) {
+      ideas.push_back(c->idea);
+      Config full = ctx_.best.Merged(c->delta);
+      ctx_.tried.insert(full.Hash());
+      p.Observe({*c, full, Verdict::kRevert, -0.1, ""});
+      if (ideas.size() > 20) break;
+    }
+    return ideas;
+  };
+  std::vector<std::string> known = proposed(2);
+  EXPECT_FALSE(known.empty());
+  for (const std::string& idea : known) {
+    EXPECT_NE(idea, "threads=2");
+    EXPECT_NE(idea, "threads_batch=2");
+  }
+  EXPECT_NE(std::find(known.begin(), known.end(), "threads=1"), known.end()) << Join(known, ", ");
+  std::vector<std::string> unknown = proposed(0);
+  EXPECT_NE(std::find(unknown.begin(), unknown.end(), "threads=2"), unknown.end()) << Join(unknown, ", ");
+  // With threads=1 kept, threads_batch's auto is 1: threads_batch=2 is a change again.
+  ctx_.cores = 2;
+  ctx_.tried.clear();
+  ctx_.stock = Config{{"threads", "1"}};
+  ctx_.best = ctx_.stock;
+  Planner p(llama, h, {.domain = {.only = {"threads_batch"}}, .explore = false});
+  auto c = p.Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->idea, "threads_batch=2") << c->rationale;
 }
 
 TEST_F(PlannerTest, RescoringAfterAnObservationMovesTheNumericModel) {

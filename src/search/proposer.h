@@ -37,6 +37,7 @@ struct ProposalContext {
   double time_left_s = 0;
   int concurrency = 1;
   int cpus = 1;
+  int cores = 0;  // the host's physical cores, what a knob's `auto_means: cores` resolves to (0: unknown)
   bool gpu = false;
   // Optional evidence for the planner (planner.h); proposers may ignore it.
   // Achieved fraction of the roofline bound (0..1] for the baseline (roofline/):

@@ -73,6 +73,7 @@ Status Coordinator::Framework() {
     ctx.time_left_s = ledger_.Left();
     ctx.concurrency = spec_.workload.concurrency;
     ctx.cpus = services_.cpus;
+    ctx.cores = services_.cores;
     ctx.gpu = services_.gpu;
     // Evidence for the planner: how far below the roofline the stock runs, what binds
     // it, its bench metrics and the noise one measured gain carries.

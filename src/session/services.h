@@ -132,6 +132,7 @@ struct SessionServices {
   // Roofline analysis of a configuration's measured throughput (optional).
   std::function<Result<RooflineNote>(const Config& config, double total_tps, double output_tps)> roofline;
   int cpus = 1;
+  int cores = 0;  // the host's physical cores (an engine's `auto` threads); 0: unknown
   bool gpu = false;
 };
 

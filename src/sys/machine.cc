@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <set>
 #include <thread>
 
 #include "core/strings.h"
@@ -62,12 +63,23 @@ std::vector<int> AvailableCpus() {
   return out;
 }
 
+int CountPhysicalCores(const std::string& sysfs_cpu) {
+  std::set<std::string> siblings;
+  for (int cpu = 0;; ++cpu) {
+    auto line = ReadFile(sysfs_cpu + "/cpu" + std::to_string(cpu) + "/topology/thread_siblings");
+    if (!line) break;
+    siblings.insert(std::string(Trim(*line)));
+  }
+  return static_cast<int>(siblings.size());
+}
+
 MachineInfo DescribeMachine() {
   MachineInfo m;
   // The CPUs this process may run on: a session pinned to its share of a host (the
   // fleet's local executor, a Slurm allocation) sizes its threads and names its
   // hardware by that share.
   m.cpus = static_cast<int>(AvailableCpus().size());
+  m.physical_cores = CountPhysicalCores();
   if (auto info = ReadFile("/proc/cpuinfo")) {
     for (const std::string& line : Split(*info, '\n')) {
       if (line.starts_with("model name")) {

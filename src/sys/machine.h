@@ -12,6 +12,9 @@ namespace hone::sys {
 struct MachineInfo {
   std::string cpu_model;  // "AMD EPYC 7B13"
   int cpus = 1;
+  // The host's physical cores as llama.cpp counts them for its `auto` thread count:
+  // distinct thread-sibling sets among the online CPUs, affinity ignored (0: unknown).
+  int physical_cores = 0;
   uint64_t memory_bytes = 0;
   std::vector<std::string> gpus;  // "NVIDIA H200"
   // A stable slug: "nvidia-h200" (first GPU) or "cpu-amd-epyc-7b13-2c".
@@ -23,6 +26,9 @@ struct MachineInfo {
 };
 
 MachineInfo DescribeMachine();
+// The physical cores under `sysfs_cpu` ("/sys/devices/system/cpu"): the distinct
+// cpuN/topology/thread_siblings lists, N = 0, 1, ... until one is missing; 0 when none.
+int CountPhysicalCores(const std::string& sysfs_cpu = "/sys/devices/system/cpu");
 // The ids of the CPUs this process may run on (its affinity mask), ascending.
 std::vector<int> AvailableCpus();
 

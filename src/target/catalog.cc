@@ -80,6 +80,8 @@ Status Knob::ValidateValue(const std::string& value) const {
   return Ok();
 }
 
+bool IsHostValue(std::string_view expr) { return expr == "cores" || expr == "cpus"; }
+
 Result<KnobCatalog> KnobCatalog::Load(const std::string& path) {
   HONE_ASSIGN_OR_RETURN(spec::Field root, spec::Field::LoadFile(path));
   HONE_TRY(root.RequireMap());
@@ -99,7 +101,7 @@ Result<KnobCatalog> KnobCatalog::FromKnobList(const spec::Field& knobs, const Kn
   for (const spec::Field& k : knobs.Items()) {
     HONE_TRY(k.CheckKeys({"name", "flag", "negative_flag", "env", "type", "choices", "min", "max", "search",
                           "default", "category", "accuracy_risk", "requires", "conflicts", "applies_to", "why",
-                          "artifact", "searchable"}));
+                          "artifact", "searchable", "auto_means"}));
     Knob knob;
     HONE_ASSIGN_OR_RETURN(knob.name, k["name"].Str());
     HONE_ASSIGN_OR_RETURN(knob.flag, k["flag"].StrOr(""));
@@ -117,6 +119,10 @@ Result<KnobCatalog> KnobCatalog::FromKnobList(const spec::Field& knobs, const Kn
     }
     HONE_ASSIGN_OR_RETURN(knob.search_values, k["search"].StrList());
     HONE_ASSIGN_OR_RETURN(knob.default_value, k["default"].StrOr(""));
+    HONE_ASSIGN_OR_RETURN(knob.auto_means, k["auto_means"].StrOr(""));
+    if (!knob.auto_means.empty() && knob.default_value.empty()) {
+      return Fail(k["auto_means"].Err("auto_means says what the default resolves to: the knob needs a default"));
+    }
     HONE_ASSIGN_OR_RETURN(knob.category,
                           options.default_category.empty() ? k["category"].Str() : k["category"].StrOr(options.default_category));
     HONE_ASSIGN_OR_RETURN(std::string risk, k["accuracy_risk"].StrOr("none"));
@@ -146,8 +152,12 @@ Result<KnobCatalog> KnobCatalog::FromKnobList(const spec::Field& knobs, const Kn
     if (cat.Find(knob.name)) return Fail(k["name"].Err("duplicate knob '" + knob.name + "'"));
     cat.knobs_.push_back(std::move(knob));
   }
-  // Conditions must name knobs that exist.
+  // Conditions must name knobs that exist; so must an auto_means that is no host value.
   for (const Knob& knob : cat.knobs_) {
+    if (!knob.auto_means.empty() && !IsHostValue(knob.auto_means) && !cat.Find(knob.auto_means)) {
+      return InvalidArgument(path + ": knob " + knob.name + ": auto_means '" + knob.auto_means +
+                             "' is neither a host value (" + std::string(kHostValues) + ") nor a knob");
+    }
     for (const auto* list : {&knob.requires_, &knob.conflicts}) {
       for (const Condition& c : *list) {
         if (!cat.Find(c.knob)) {

@@ -39,6 +39,11 @@ Result<AccuracyRisk> ParseAccuracyRisk(std::string_view name);
 // of it is accuracy-gated before pairs and, on llama.cpp, KL-divergence checked.
 bool ChangesNumerics(AccuracyRisk risk);
 
+// The host values a knob's auto_means may name (search::ResolveValueExpression
+// resolves them): the host's physical cores and the CPUs the session may use.
+inline constexpr std::string_view kHostValues = "cores, cpus";
+bool IsHostValue(std::string_view expr);
+
 struct Knob {
   std::string name;
   std::string flag;           // "--threads"; empty for env-only knobs
@@ -49,6 +54,12 @@ struct Knob {
   std::optional<double> min, max;          // numeric range
   std::vector<std::string> search_values;  // values a search may try (subset of legal ones)
   std::string default_value;               // the framework's default, as text ("auto" allowed)
+  // What the default resolves to when the engine picks it: a host value expression
+  // ("cores": the host's physical cores) or another knob's name (its value). Empty:
+  // unknown. Only where the default is that value and nothing else (llama-server's
+  // parallel "auto" is 4 slots *and* a unified KV cache: no auto_means). A search drops the value the stock already runs with (threads=2 where
+  // llama-server's auto is 2) instead of measuring a no-op.
+  std::string auto_means;
   std::string category;                    // threads, batching, scheduling, cache, precision, ...
   AccuracyRisk accuracy_risk = AccuracyRisk::kNone;
   std::vector<Condition> requires_;        // all must hold when this knob is set

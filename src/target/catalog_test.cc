@@ -68,6 +68,20 @@ TEST_F(CatalogTest, BadCatalogsNameTheProblem) {
   r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, search: [\"x\"]}\n");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("not an integer"), std::string::npos);
+  // auto_means: a host value or a knob, on a knob with a default.
+  ASSERT_OK_AND_ASSIGN(KnobCatalog ok, LoadText("framework: x\nknobs:\n"
+                                                "  - {name: t, flag: --t, type: int, category: c, default: auto, auto_means: cores}\n"
+                                                "  - {name: tb, flag: --tb, type: int, category: c, default: auto, auto_means: t}\n"));
+  EXPECT_EQ(ok.Find("t")->auto_means, "cores");
+  EXPECT_EQ(ok.Find("tb")->auto_means, "t");
+  r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, default: auto, auto_means: sockets}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("auto_means 'sockets' is neither a host value (cores, cpus) nor a knob"),
+            std::string::npos)
+      << r.error().message;
+  r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, auto_means: cores}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("the knob needs a default"), std::string::npos) << r.error().message;
 }
 
 // Accuracy risk is compared as a level: medium and high change numerics.
