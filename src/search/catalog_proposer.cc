@@ -28,8 +28,11 @@ std::vector<std::string> CatalogProposer::ValuesFor(const target::Knob& knob, co
     case target::KnobType::kInt: {
       std::vector<std::string> out;
       if (knob.name == "threads" || knob.name == "threads_batch") {
-        for (int t : {1, ctx.cpus / 2, ctx.cpus, ctx.cpus * 2}) {
-          if (t >= 1) out.push_back(std::to_string(t));
+        // Up to the CPUs the session may use, never beyond: ggml's workers spin at
+        // barriers, and 3 threads on 2 cores cost 15-30% (docs/search.md); 4 on the
+        // demo's 2 cores was its third candidate, measured at -6% when this said cpus*2.
+        for (int t : {1, ctx.cpus / 2, ctx.cores, ctx.cpus}) {
+          if (t >= 1 && t <= ctx.cpus) out.push_back(std::to_string(t));
         }
       } else if (knob.name == "parallel") {
         for (int p : {1, ctx.concurrency, ctx.concurrency * 2}) {

@@ -36,6 +36,19 @@ TEST(CatalogProposerTest, ProposesValidSingleKnobChangesInPriorityOrder) {
   EXPECT_GT(seen.size(), 20u);
 }
 
+// Thread counts stay within the CPUs the session may use (oversubscribing a CPU
+// backend's spinning workers costs 15-30%) and include the physical cores.
+TEST(CatalogProposerTest, ThreadValuesNeverOversubscribe) {
+  auto cat = Llama();
+  ProposalContext ctx;
+  ctx.cpus = 8;
+  ctx.cores = 6;  // a hybrid CPU: 6 performance cores among 8 CPUs
+  EXPECT_EQ(CatalogProposer::ValuesFor(*cat.Find("threads"), ctx), (std::vector<std::string>{"1", "4", "6", "8"}));
+  ctx.cpus = 2;
+  ctx.cores = 0;  // unknown
+  EXPECT_EQ(CatalogProposer::ValuesFor(*cat.Find("threads_batch"), ctx), (std::vector<std::string>{"1", "2"}));
+}
+
 TEST(CatalogProposerTest, RespectsRestrictionsFailuresAndState) {
   auto cat = Llama();
   CatalogProposer p(cat, {.only = {"threads", "ubatch_size"}});
