@@ -213,6 +213,36 @@ TEST_F(CliLlamaTest, KilledHoneLeavesNoOrphanedServer) {
                                            << Describe(ProcessesMentioning(model_));
 }
 
+// The budget is hard: a trial far longer than the budget (3000 requests of 64 tokens,
+// minutes on the tiny model) is cut at the deadline, its server stopped, and the session
+// closes with its report within seconds of the budget; before, it ran the trial to its
+// end (a demo ran 9m18s on an 8-minute budget).
+TEST_F(CliLlamaTest, ATrialStillRunningAtTheDeadlineIsCutAndTheSessionClosesOnTime) {
+  const std::string spec = "name: deadline\ntarget:\n  model: " + model_ + R"(
+workload: {isl: 32, osl: 64, concurrency: 1, num_prompts: 3000, warmups: 0}
+objective: {metric: total_tps_per_gpu}
+accuracy: {enabled: false}
+budget: {wall: 30s}
+kb: {enabled: false}
+)";
+  ASSERT_OK(sys::WriteFileAtomic(Path("deadline.yaml"), spec));
+  const std::string out = Path("deadline-run");
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunHone({"run", Path("deadline.yaml"), "--out", out}, 300s);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+  SCOPED_TRACE(LastLines(r.output, 30));
+  // The session's clock starts once the spec is read; the process also loads and probes.
+  EXPECT_LT(took, 30 + 20) << "the session overran its 30 s budget";
+  auto state = nlohmann::json::parse(sys::ReadFile(out + "/state.json").value_or("{}"), nullptr, false);
+  EXPECT_EQ(state.value("phase", ""), "done");
+  EXPECT_EQ(state.value("stop_reason", ""), "budget: the deadline came during the prelude phase");
+  EXPECT_FALSE(state.value("interrupted", true)) << "a spent budget is not an interrupt";
+  EXPECT_TRUE(std::filesystem::exists(out + "/report.md"));
+  EXPECT_TRUE(NoneLeftWithin(model_, 5s)) << "the cut trial's server survived:" << Describe(ProcessesMentioning(model_));
+  std::printf("a 30 s session with a trial of minutes ended after %.1f s\n", took);
+}
+
 // Two real sessions on llama-server, as a user runs them: a cold one, then a warm one
 // on the same workload with the knowledge base the first wrote. Whatever the search
 // finds on this host, each must close with its report and summary, every number in the

@@ -1,5 +1,7 @@
 #include "run/session.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -15,6 +17,7 @@
 #include "run/roofline.h"
 #include "run/search.h"
 #include "sys/files.h"
+#include "sys/signals.h"
 #include "sys/term.h"
 
 #ifndef HONE_VERSION
@@ -238,6 +241,16 @@ Result<SessionOutcome> RunSession(const spec::SessionSpec& spec, const std::stri
   session::Coordinator coordinator(spec, wiring->services, std::move(out.state));
   live = &coordinator.state();
   AttachState(wiring->agents, coordinator.state());
+  // The budget is hard (sys/signals.h): a trial, a start-up or a check still running when
+  // it is spent stops there, leaving the close a few seconds to write the report and the
+  // recipe. The ledger plans every trial to fit; this holds when a trial runs far past
+  // its estimate (a host that got busy: 140 s trials against 7 s ones made a demo
+  // session of 8 minutes run 9m18s). Armed on the real clock, from the time left.
+  const double left_s = coordinator.state().deadline_unix_s - static_cast<double>(ctx.clock->WallMicros()) * 1e-6;
+  const double report_margin_s = std::clamp(0.01 * spec.budget.wall_s, 2.0, 15.0);
+  const double now_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  sys::ScopedStopDeadline hard_deadline(now_s + std::max(0.0, left_s - report_margin_s));
   HONE_ASSIGN_OR_RETURN(out.state, coordinator.Run());
   return out;
 }

@@ -144,7 +144,7 @@ enum class VetoKind {
   kPatchFailed,    // the patch lane failed before a measurement -> PATCH_FAILED
   kBuildFailed,    // the patched tree did not build            -> BUILD_FAILED
   kPatchRejected,  // the gate or validation refused the diff   -> PATCH_REJECTED
-  kInterrupted,    // a patch measurement cut by an interrupt   -> INCONCLUSIVE
+  kInterrupted,    // a measurement cut by an interrupt or the session's deadline -> INCONCLUSIVE
 };
 
 struct Veto {

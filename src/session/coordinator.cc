@@ -14,6 +14,18 @@ namespace hone::session {
 
 using measure::TrialRole;
 
+namespace {
+
+// A signal stopped the session (`hone resume` goes on), as opposed to the hard
+// deadline (sys::SetStopDeadline), which also makes sys::InterruptRequested() true but
+// spends the budget: nothing to resume.
+bool UserInterrupted() { return sys::InterruptSignal() != 0; }
+
+// Why a loop that honours sys::InterruptRequested() stopped, for notes.
+const char* StopCause() { return UserInterrupted() ? "interrupted" : "budget"; }
+
+}  // namespace
+
 Coordinator::Coordinator(spec::SessionSpec spec, SessionServices services, SessionState state)
     : spec_(std::move(spec)),
       services_(std::move(services)),
@@ -46,7 +58,7 @@ Status Coordinator::Framework() {
   std::string note;
   while (true) {
     if (ledger_.Stopping()) {
-      note = sys::InterruptRequested() ? "interrupted" : "trial limit reached";
+      note = UserInterrupted() ? "interrupted" : sys::DeadlinePassed() ? "budget" : "trial limit reached";
       break;
     }
     // A candidate needs a screen, min_pairs pairs and maybe more: do not start one
@@ -236,7 +248,7 @@ Status Coordinator::Sweep() {
   std::string note = std::to_string(state_.sweep.size()) + " operating points";
   if (!cut.empty() || !nothing_to_retune.empty()) {
     std::vector<std::string> why;
-    if (!cut.empty()) why.push_back(Join(cut, ", ") + (sys::InterruptRequested() ? " (interrupted)" : " (budget)"));
+    if (!cut.empty()) why.push_back(Join(cut, ", ") + " (" + std::string(StopCause()) + ")");
     if (!nothing_to_retune.empty()) {
       why.push_back(Join(nothing_to_retune, ", ") + " (nothing to re-tune: the stock is already set for the load)");
     }
@@ -350,7 +362,7 @@ Status Coordinator::SearchSloLoads() {
           break;
         }
         if (ledger_.Stopping() || !ledger_.CanAfford(trials_per_probe)) {
-          search.note = sys::InterruptRequested() ? "interrupted" : "budget";
+          search.note = StopCause();
           break;
         }
         const int mid = search.lo + (search.hi - search.lo) / 2;
@@ -521,8 +533,10 @@ void Coordinator::JudgeSloFeasibility() {
 
 Status Coordinator::CloseSession() {
   ledger_.StartPhase(Phase::kClose);
-  if (state_.stop_reason.empty()) state_.stop_reason = sys::InterruptRequested() ? "interrupted" : "completed";
-  if (sys::InterruptRequested()) state_.interrupted = true;
+  if (state_.stop_reason.empty()) {
+    state_.stop_reason = UserInterrupted() ? "interrupted" : sys::DeadlinePassed() ? "budget" : "completed";
+  }
+  if (UserInterrupted()) state_.interrupted = true;
   // Final end-to-end re-validation of the best configuration against the stock one:
   // sequential like a candidate's (min_pairs pairs, more while inconclusive, up to
   // max_pairs); out of budget or interrupted after the minimum, what was measured is
@@ -639,6 +653,23 @@ Result<SessionState> Coordinator::Run() {
       no_space = s.error();
       return false;
     }
+    if ((s.error().code == ErrorCode::kCancelled || sys::InterruptRequested()) && !UserInterrupted() &&
+        sys::DeadlinePassed()) {
+      // The hard deadline cut what was running (a trial, a start-up, a check): the
+      // candidate in flight is not judged, and the close writes the report.
+      const std::string cut(PhaseName(state_.phase));
+      state_.stop_reason = "budget: the deadline came during the " + cut + " phase";
+      ledger_.Event("deadline", {{"phase", cut}});
+      ledger_.Progress("the session's deadline came during the " + cut + " phase: stopping what ran");
+      if (CandidateRecord* pending = state_.Pending()) {
+        Status finished = Finish(*pending, Decide(std::nullopt, {{VetoKind::kInterrupted,
+                                                                  "not judged: the session's deadline came while it "
+                                                                  "was measured"}}));
+        if (!finished && sys::IsNoSpace(finished.error())) no_space = finished.error();
+      }
+      ledger_.EndPhase(PhaseStatus::kInterrupted, "deadline");
+      return false;
+    }
     if (s.error().code == ErrorCode::kCancelled || sys::InterruptRequested()) {
       state_.interrupted = true;
       state_.stop_reason = "interrupted";
@@ -675,7 +706,9 @@ Result<SessionState> Coordinator::Run() {
           state_.phase = Phase::kFramework;
           ledger_.Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
         } else {
-          state_.stop_reason = ledger_.Stopping() ? (sys::InterruptRequested() ? "interrupted" : "trial limit")
+          state_.stop_reason = ledger_.Stopping() ? (UserInterrupted()       ? "interrupted"
+                                                     : sys::DeadlinePassed() ? "budget"
+                                                                             : "trial limit")
                                : !budget          ? "budget"
                                : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
                                : state_.roofline_saturated               ? "at the roofline: no headroom left"
@@ -691,7 +724,7 @@ Result<SessionState> Coordinator::Run() {
   }
   if (no_space) return Fail(*no_space);
   if (state_.phase != Phase::kDone) {
-    if (sys::InterruptRequested()) state_.interrupted_in = state_.phase;  // `hone resume` goes on from here
+    if (UserInterrupted()) state_.interrupted_in = state_.phase;  // `hone resume` goes on from here
     HONE_TRY(CloseSession());
   }
   return state_;

@@ -1151,6 +1151,39 @@ TEST_F(CoordinatorTest, AResumedSessionChecksAccuracyAgainstItsReference) {
   EXPECT_EQ(s.close_accuracy, "pass: token agreement 100%");
 }
 
+// The hard deadline (sys::SetStopDeadline, armed by `hone run`) passing in the middle
+// of a candidate's trial: the executor is cut as by an interrupt, but the session is
+// over, not interrupted: the candidate is not judged (INCONCLUSIVE, its reason says
+// why), the stop reason is the budget, the close writes the report without trials, and
+// nothing is left to resume.
+TEST_F(CoordinatorTest, TheHardDeadlineCutsTheTrialInFlightAndClosesWithTheReport) {
+  exec_.factors = {{"a=1", 1.3}, {"b=1", 1.3}};
+  int candidate_trials = 0;
+  exec_.error_if = [&](const measure::TrialRequest& req) -> std::optional<Error> {
+    if (req.role != measure::TrialRole::kCandidate || ++candidate_trials < 2) return std::nullopt;
+    sys::SetStopDeadline(1.0);  // long past: the wall clock is beyond it
+    return Cancelled("interrupted during a trial").error();
+  };
+  ListProposer p({"a=1", "b=1"});
+  SessionState s = Run(Spec(), &p);
+  const bool passed = sys::DeadlinePassed();
+  sys::SetStopDeadline(0);
+  EXPECT_TRUE(passed);
+  EXPECT_FALSE(sys::InterruptRequested()) << "disarmed";
+  EXPECT_EQ(s.phase, Phase::kDone);
+  EXPECT_FALSE(s.interrupted) << "a spent budget is not an interrupt";
+  EXPECT_FALSE(s.interrupted_in.has_value());
+  EXPECT_EQ(s.stop_reason, "budget: the deadline came during the framework phase");
+  ASSERT_EQ(s.candidates.size(), 1u) << "b=1 never started";
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kInconclusive);
+  EXPECT_NE(s.candidates[0].reason.find("deadline came while it was measured"), std::string::npos)
+      << s.candidates[0].reason;
+  EXPECT_TRUE(s.BestIsStock());
+  EXPECT_EQ(closer_.calls, 1) << "the report is written";
+  ASSERT_OK_AND_ASSIGN(SessionState saved, LoadState(dir_->path().string()));
+  EXPECT_FALSE(Coordinator::Reopen(saved)) << "nothing to resume";
+}
+
 // A kernel lane that is interrupted (SIGTERM: Ctrl-C, a Slurm requeue) as the kernel
 // phase starts.
 class InterruptedKernelLane final : public KernelLane {

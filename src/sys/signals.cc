@@ -1,12 +1,23 @@
 #include "sys/signals.h"
 
-#include <csignal>
+#include <time.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
 
 namespace hone::sys {
 namespace {
 
 volatile sig_atomic_t g_interrupt_signal = 0;
+std::atomic<int64_t> g_stop_deadline_us{0};  // 0: none
+
+int64_t NowMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
+}
 
 void OnSignal(int sig) {
   if (g_interrupt_signal != 0) {
@@ -32,7 +43,16 @@ void InstallInterruptHandlers() {
   signal(SIGXFSZ, SIG_IGN);
 }
 
-bool InterruptRequested() { return g_interrupt_signal != 0; }
+bool InterruptRequested() { return g_interrupt_signal != 0 || DeadlinePassed(); }
+
+void SetStopDeadline(double unix_s) {
+  g_stop_deadline_us.store(unix_s > 0 ? static_cast<int64_t>(unix_s * 1e6) : 0, std::memory_order_relaxed);
+}
+
+bool DeadlinePassed() {
+  const int64_t d = g_stop_deadline_us.load(std::memory_order_relaxed);
+  return d > 0 && NowMicros() >= d;
+}
 int InterruptSignal() { return g_interrupt_signal; }
 void ResetInterruptForTesting() { g_interrupt_signal = 0; }
 
