@@ -216,13 +216,16 @@ TEST_F(CliLlamaTest, KilledHoneLeavesNoOrphanedServer) {
 // The budget is hard: a trial far longer than the budget (3000 requests of 64 tokens,
 // minutes on the tiny model) is cut at the deadline, its server stopped, and the session
 // closes with its report within seconds of the budget; before, it ran the trial to its
-// end (a demo ran 9m18s on an 8-minute budget).
+// end (a demo ran 9m18s on an 8-minute budget). 45 s: the prelude starts its warm-up
+// only when a trial (20 s before any was measured) and the close's margin fit in what
+// is left after the wiring (1-2 s, the host probes among it); at 30 s that was a coin
+// toss on a busy host.
 TEST_F(CliLlamaTest, ATrialStillRunningAtTheDeadlineIsCutAndTheSessionClosesOnTime) {
   const std::string spec = "name: deadline\ntarget:\n  model: " + model_ + R"(
 workload: {isl: 32, osl: 64, concurrency: 1, num_prompts: 3000, warmups: 0}
 objective: {metric: total_tps_per_gpu}
 accuracy: {enabled: false}
-budget: {wall: 30s}
+budget: {wall: 45s}
 kb: {enabled: false}
 )";
   ASSERT_OK(sys::WriteFileAtomic(Path("deadline.yaml"), spec));
@@ -233,14 +236,14 @@ kb: {enabled: false}
   ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
   SCOPED_TRACE(LastLines(r.output, 30));
   // The session's clock starts once the spec is read; the process also loads and probes.
-  EXPECT_LT(took, 30 + 20) << "the session overran its 30 s budget";
+  EXPECT_LT(took, 45 + 20) << "the session overran its 45 s budget";
   auto state = nlohmann::json::parse(sys::ReadFile(out + "/state.json").value_or("{}"), nullptr, false);
   EXPECT_EQ(state.value("phase", ""), "done");
   EXPECT_EQ(state.value("stop_reason", ""), "budget: the deadline came during the prelude phase");
   EXPECT_FALSE(state.value("interrupted", true)) << "a spent budget is not an interrupt";
   EXPECT_TRUE(std::filesystem::exists(out + "/report.md"));
   EXPECT_TRUE(NoneLeftWithin(model_, 5s)) << "the cut trial's server survived:" << Describe(ProcessesMentioning(model_));
-  std::printf("a 30 s session with a trial of minutes ended after %.1f s\n", took);
+  std::printf("a 45 s session with a trial of minutes ended after %.1f s\n", took);
 }
 
 // Two real sessions on llama-server, as a user runs them: a cold one, then a warm one

@@ -251,7 +251,7 @@ target:
 workload: {kind: fixed, isl: 64, osl: 16, concurrency: 2, num_prompts: 4, warmups: 0}
 objective: {metric: total_tps_per_gpu}
 budget: {wall: 20m, max_cycles: 1}
-search: {knobs: [poll, threads, ubatch_size]}
+search: {knobs: [poll, threads, ubatch_size], plateau: 0}   # the test is about exploring, not about when to stop
 kb: {enabled: false}
 )")));
   const fs::path out = Path("noisy-run");
@@ -260,18 +260,23 @@ kb: {enabled: false}
   ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 40);
   const json state = ReadJson(out / "state.json");
   ASSERT_TRUE(state.is_object());
-  int explored = 0;
+  int explored = 0, multi = 0;
   for (const json& c : state["candidates"]) {
     const std::string idea = c.value("idea", "");
     if (idea.rfind("tpe:", 0) != 0) continue;
     ++explored;
-    EXPECT_GE(c["delta"].size(), 2u) << c.dump();  // a single knob is the tree's move
+    // TPE spells out every knob; the candidate changes those that differ from the
+    // incumbent as the engine runs it, most often several (one, when the draw agrees
+    // with the incumbent elsewhere; never none).
+    EXPECT_GE(c["delta"].size(), 1u) << c.dump();
+    multi += c["delta"].size() >= 2;
     const std::string why = c.value("rationale", "");
     EXPECT_TRUE(why.find("keep threshold blocks single moves") != std::string::npos ||
                 why.find("converged") != std::string::npos || why.find("no open idea") != std::string::npos)
         << why;
   }
   EXPECT_GT(explored, 0) << state["candidates"].dump();
+  EXPECT_GT(multi, 0) << state["candidates"].dump();
   const std::string report = sys::ReadFile(out / "report.md").value_or("");
   EXPECT_NE(report.find("(explore)"), std::string::npos) << report;
 }

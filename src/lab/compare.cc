@@ -239,6 +239,8 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   r.horizon = options.horizon > 0 ? std::min(options.horizon, r.points - 1) : r.points - 1;
   r.plateau = options.plateau;
   r.pool_retests = options.protocol.measurement.pool_retests;
+  r.min_pairs = options.protocol.measurement.min_pairs;
+  r.max_pairs = options.protocol.measurement.max_pairs;
   r.seeds = options.seeds;
   r.budgets = options.budgets;
   std::sort(r.budgets.begin(), r.budgets.end());
@@ -460,8 +462,9 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
   line("planner    diagnosis of the stock baseline: %s (%s)\n",
        std::string(search::BottleneckName(r.diagnosis.bottleneck)).c_str(), r.diagnosis.evidence.c_str());
   line("protocol   the session's, on the recorded noise: A/A prelude (median noise floor %.1f%%, keep threshold "
-       "%.1f%%), screen, accuracy gate%s, 3-9 paired looks%s; a candidate = one configuration judged%s\n",
+       "%.1f%%), screen, accuracy gate%s, %d-%d paired looks%s; a candidate = one configuration judged%s\n",
        r.noise_floor_median * 100, r.keep_threshold_median * 100, surface.accuracy_checked() > 0 ? "" : " (not recorded: off)",
+       r.min_pairs, r.max_pairs,
        r.pool_retests ? ", a re-test pools its INCONCLUSIVE looks" : ", a re-test judged alone",
        r.plateau > 0 ? ("; a run ends after " + std::to_string(r.plateau) +
                         " candidates in a row without a KEEP (the session's plateau rule)").c_str()

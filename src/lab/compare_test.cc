@@ -67,7 +67,7 @@ TEST_F(CompareTest, EveryStrategyIsScoredAtTheSameBudgets) {
 
   std::string text = FormatCompare(s, r, "demo.json");
   for (const char* want : {"HELD OUT", "to 95% of the best", "B=16", "P(t) against random search", "area (mean of P",
-                           "goals (held out)", "idea tree"}) {
+                           "goals (held out)", "idea tree", "3-9 paired looks"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
   std::string summary = FormatSummary({r});
@@ -101,6 +101,9 @@ TEST_F(CompareTest, ThePlateauRuleEndsRunsLikeASession) {
   // Random search on a surface with 30 points: a run without a plateau judges all 16.
   EXPECT_DOUBLE_EQ(Mean(free.strategies[1].used[0]), 16.0);
   EXPECT_NE(FormatCompare(s, stopped, "demo.json").find("1 candidates in a row without a KEEP"), std::string::npos);
+  o.protocol.measurement.max_pairs = 6;  // the header prints the protocol's looks
+  ASSERT_OK_AND_ASSIGN(CompareReport six, Compare(s, demo_.catalog, demo_.heuristics, o));
+  EXPECT_NE(FormatCompare(s, six, "demo.json").find("3-6 paired looks"), std::string::npos);
   EXPECT_EQ(FormatCompare(s, free, "demo.json").find("in a row without a KEEP"), std::string::npos);
 }
 

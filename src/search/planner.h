@@ -176,6 +176,9 @@ class Planner final : public Proposer {
   // noisy surfaces with interacting knobs a gain large enough to prove takes several
   // knobs at once, and the univariate good/bad densities find values that only pay
   // together (parallel=2 with threads=1) where the planner's additive belief cannot.
+  // The draw spells out every knob; the candidate changes the knobs where it differs
+  // from the incumbent as the engine runs it (Effective): usually several, one when
+  // the draw agrees with the incumbent elsewhere.
   // The move is a tree node (origin "explore"); its outcome updates the beliefs like a
   // bundle's.
   std::optional<Candidate> Explore(const ProposalContext& ctx, const std::string& why);
