@@ -1,7 +1,6 @@
 #include "run/session.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -16,6 +15,7 @@
 #include "run/lanes.h"
 #include "run/roofline.h"
 #include "run/search.h"
+#include "sys/clock.h"
 #include "sys/files.h"
 #include "sys/signals.h"
 #include "sys/term.h"
@@ -248,8 +248,7 @@ Result<SessionOutcome> RunSession(const spec::SessionSpec& spec, const std::stri
   // session of 8 minutes run 9m18s). Armed on the real clock, from the time left.
   const double left_s = coordinator.state().deadline_unix_s - static_cast<double>(ctx.clock->WallMicros()) * 1e-6;
   const double report_margin_s = std::clamp(0.01 * spec.budget.wall_s, 2.0, 15.0);
-  const double now_s =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double now_s = static_cast<double>(sys::DefaultClock().WallMicros()) * 1e-6;
   sys::ScopedStopDeadline hard_deadline(now_s + std::max(0.0, left_s - report_margin_s));
   HONE_ASSIGN_OR_RETURN(out.state, coordinator.Run());
   return out;

@@ -1,23 +1,18 @@
 #include "sys/signals.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <cstdint>
 
+#include "sys/clock.h"
+
 namespace hone::sys {
 namespace {
 
 volatile sig_atomic_t g_interrupt_signal = 0;
 std::atomic<int64_t> g_stop_deadline_us{0};  // 0: none
-
-int64_t NowMicros() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000 + ts.tv_nsec / 1000;
-}
 
 void OnSignal(int sig) {
   if (g_interrupt_signal != 0) {
@@ -51,7 +46,7 @@ void SetStopDeadline(double unix_s) {
 
 bool DeadlinePassed() {
   const int64_t d = g_stop_deadline_us.load(std::memory_order_relaxed);
-  return d > 0 && NowMicros() >= d;
+  return d > 0 && DefaultClock().WallMicros() >= d;
 }
 int InterruptSignal() { return g_interrupt_signal; }
 void ResetInterruptForTesting() { g_interrupt_signal = 0; }

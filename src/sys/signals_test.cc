@@ -2,14 +2,12 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
+#include "sys/clock.h"
 
 namespace hone::sys {
 namespace {
 
-double NowUnix() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double NowUnix() { return static_cast<double>(DefaultClock().WallMicros()) * 1e-6; }
 
 // The stop deadline makes InterruptRequested() true once it passes, without a signal,
 // and only for the scope that armed it.
