@@ -21,8 +21,11 @@ namespace {
 // spends the budget: nothing to resume.
 bool UserInterrupted() { return sys::InterruptSignal() != 0; }
 
-// Why a loop that honours sys::InterruptRequested() stopped, for notes.
-const char* StopCause() { return UserInterrupted() ? "interrupted" : "budget"; }
+// Why the session is stopping, for notes and stop reasons: a signal, the hard
+// deadline, else `otherwise` (the caller's own reason).
+const char* StopCause(const char* otherwise = "budget") {
+  return UserInterrupted() ? "interrupted" : sys::DeadlinePassed() ? "budget" : otherwise;
+}
 
 }  // namespace
 
@@ -58,7 +61,7 @@ Status Coordinator::Framework() {
   std::string note;
   while (true) {
     if (ledger_.Stopping()) {
-      note = UserInterrupted() ? "interrupted" : sys::DeadlinePassed() ? "budget" : "trial limit reached";
+      note = StopCause("trial limit reached");
       break;
     }
     // A candidate needs a screen, min_pairs pairs and maybe more: do not start one
@@ -533,9 +536,7 @@ void Coordinator::JudgeSloFeasibility() {
 
 Status Coordinator::CloseSession() {
   ledger_.StartPhase(Phase::kClose);
-  if (state_.stop_reason.empty()) {
-    state_.stop_reason = UserInterrupted() ? "interrupted" : sys::DeadlinePassed() ? "budget" : "completed";
-  }
+  if (state_.stop_reason.empty()) state_.stop_reason = StopCause("completed");
   if (UserInterrupted()) state_.interrupted = true;
   // Final end-to-end re-validation of the best configuration against the stock one:
   // sequential like a candidate's (min_pairs pairs, more while inconclusive, up to
@@ -706,9 +707,7 @@ Result<SessionState> Coordinator::Run() {
           state_.phase = Phase::kFramework;
           ledger_.Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
         } else {
-          state_.stop_reason = ledger_.Stopping() ? (UserInterrupted()       ? "interrupted"
-                                                     : sys::DeadlinePassed() ? "budget"
-                                                                             : "trial limit")
+          state_.stop_reason = ledger_.Stopping() ? StopCause("trial limit")
                                : !budget          ? "budget"
                                : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
                                : state_.roofline_saturated               ? "at the roofline: no headroom left"
