@@ -242,6 +242,16 @@ kb: {enabled: false}
   EXPECT_EQ(state.value("stop_reason", ""), "budget: the deadline came during the prelude phase");
   EXPECT_FALSE(state.value("interrupted", true)) << "a spent budget is not an interrupt";
   EXPECT_TRUE(std::filesystem::exists(out + "/report.md"));
+  // The cut trial's directory says what happened, with the requests it finished.
+  auto cut = nlohmann::json::parse(sys::ReadFile(out + "/trials/t0001/outcome.json").value_or("{}"), nullptr, false);
+  EXPECT_EQ(cut.value("failure_kind", ""), "cut");
+  EXPECT_EQ(cut.value("failure_detail", ""), "the session's deadline came before the trial finished");
+  EXPECT_TRUE(cut.value("launched", false));
+  EXPECT_FALSE(cut.value("valid", true));
+  EXPECT_TRUE(std::filesystem::exists(out + "/trials/t0001/records.jsonl"));
+  const std::string report = sys::ReadFile(out + "/report.md").value_or("");
+  EXPECT_NE(report.find("| cut: the session's deadline came before the trial finished |"), std::string::npos);
+  EXPECT_NE(report.find("No trial met a fault"), std::string::npos) << "a cut is not the server's fault";
   EXPECT_TRUE(NoneLeftWithin(model_, 5s)) << "the cut trial's server survived:" << Describe(ProcessesMentioning(model_));
   std::printf("a 45 s session with a trial of minutes ended after %.1f s\n", took);
 }

@@ -133,6 +133,19 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
     HONE_TRY(WriteTrialOutcome(o));
     return o;
   };
+  // A trial stopped by an interrupt or the session's deadline is no measurement, but
+  // its directory says what happened (the requests it finished are kept beside it).
+  auto cut = [&](Error why) -> Result<TrialOutcome> {
+    o.failure_kind = "cut";
+    o.failure_detail = std::string(sys::InterruptSignal() != 0 ? "interrupted" : sys::DeadlinePassed()
+                                                                                    ? "the session's deadline came"
+                                                                                    : "stopped") +
+                       " before the trial finished";
+    o.valid = false;
+    o.invalid_reasons = {o.failure_detail};
+    if (Result<TrialOutcome> written = finish(); !written) return Fail(written.error());
+    return Fail(std::move(why));
+  };
   json cfg = json::object();
   for (const auto& [k, v] : req.config.values()) cfg[k] = v;
   HONE_TRY(sys::WriteFileAtomic(fs::path(o.dir) / "config.json",
@@ -157,7 +170,7 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   HONE_TRY(hooks.BeforeLaunch(lc, server_options));
   auto server = target::StartServer(*s_.adapter, *launch, lc, server_options);
   if (!server) {
-    if (server.error().code == ErrorCode::kCancelled) return Fail(server.error());
+    if (server.error().code == ErrorCode::kCancelled) return cut(server.error());
     o.failure_kind = std::string(server.error().Get("failure_kind"));
     if (o.failure_kind.empty()) o.failure_kind = "launch_error";
     o.failure_detail = server.error().message;
@@ -243,7 +256,10 @@ Result<TrialOutcome> ServerTrialExecutor::Run(const TrialRequest& req) {
   if (!(*server)->Alive()) died = "server_exited (" + (*server)->Stop().ToString() + ")";
   (*server)->Stop();
   if (!out) return Fail(out.error());
-  if (out->interrupted) return Cancelled("interrupted during a trial");
+  if (out->interrupted) {
+    HONE_TRY(bench::WriteRecordsJsonl((fs::path(o.dir) / "records.jsonl").string(), out->records));
+    return cut(Cancelled("interrupted during a trial").error());
+  }
   o.result = bench::ComputeResult(
       *out, ctx, {spec.objective.good_ttft_ms, spec.objective.good_tpot_ms, spec.objective.good_e2el_ms},
       s_.profile.metrics);

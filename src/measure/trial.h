@@ -67,8 +67,10 @@ struct TrialOutcome {
   Config config;
   OperatingPoint point;
   bool launched = false;
-  std::string failure_kind;    // when !launched: bad_flag, out_of_memory, ...
+  std::string failure_kind;    // when !launched: bad_flag, out_of_memory, ...; "cut" when an
+                               // interrupt or the session's deadline stopped it (launched or not)
   std::string failure_detail;
+  bool cut() const { return failure_kind == "cut"; }
   bool valid = false;          // launched, and the benchmark run is a result
   std::vector<std::string> invalid_reasons;
   // What misbehaved in a launched trial ("connection_reset x2", "server_exited ...");

@@ -350,6 +350,7 @@ std::string RenderMarkdown(const ReportInput& in) {
   // faulted trial is never a measurement; it is measured once more.
   std::vector<const measure::TrialOutcome*> faulted;
   for (const auto& t : in.trials) {
+    if (t.cut()) continue;  // stopped by the session, not a fault of the server
     if (!t.faults.empty() || !t.launched || !t.injected.empty() || !t.relaunches.empty()) faulted.push_back(&t);
   }
   if (faulted.empty()) {
@@ -498,12 +499,15 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("| trial | role | config | point | status | " + spec.objective.metric + " | TTFT p50 ms | TPOT p50 ms | wall s |");
   line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& t : in.trials) {
-    std::string status = !t.launched ? "launch failed: " + t.failure_kind : !t.valid ? "invalid" : "ok";
+    std::string status = t.cut()       ? "cut: " + t.failure_detail
+                         : !t.launched ? "launch failed: " + t.failure_kind
+                         : !t.valid    ? "invalid"
+                                       : "ok";
     line("| " + Md(t.id) + " | " + std::string(measure::TrialRoleName(t.role)) + " | `" + Md(t.config.ToString()) +
          "` | " + t.point.Label() + " | " + Md(status) +
          " | " + (t.valid ? F("%.4g", t.objective) : "") + " | " +
-         (t.launched ? F("%.1f", t.result.ttft.p50 * 1e3) : "") + " | " +
-         (t.launched ? F("%.2f", t.result.tpot.p50 * 1e3) : "") + " | " + F("%.1f", t.wall_s) + " |");
+         (t.launched && !t.cut() ? F("%.1f", t.result.ttft.p50 * 1e3) : "") + " | " +
+         (t.launched && !t.cut() ? F("%.2f", t.result.tpot.p50 * 1e3) : "") + " | " + F("%.1f", t.wall_s) + " |");
   }
   return o;
 }
