@@ -4,6 +4,8 @@
 // outputs).
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <filesystem>
 
@@ -154,6 +156,44 @@ TEST_F(ServerExecutorSlowTest, TheAccuracyGatePassesTheStockAndFailsChangedOutpu
   ASSERT_OK_AND_ASSIGN(AccuracyOutcome again, resumed.CheckAccuracy(Config{{"weights", "q4_0"}}, "c001"));
   EXPECT_EQ(again.detail, q4.detail);
   EXPECT_EQ(again.passed, q4.passed);
+}
+
+// llama-perplexity's PPL(Q)/PPL(base) divides by a perplexity recomputed from the base
+// file's 16-bit logits; on a random 8B model (128k vocabulary) the stock against its own
+// base printed 1185. Here a wrapper multiplies the real tool's ratio by 1000, as such a
+// bias would: the stock's own ratio is measured once and divided out, so 8-bit weights
+// (PPL within a few percent of the stock's) still pass the PPL gate.
+TEST_F(ServerExecutorSlowTest, TheBaseFilesOwnPerplexityBiasIsDividedOut) {
+  const std::string wrapper = (dir_->path() / "biased-perplexity.sh").string();
+  ASSERT_OK(sys::WriteFileAtomic(wrapper, "#!/bin/bash\nset -o pipefail\n\"" + prov_->perplexity +
+                                              "\" \"$@\" 2>&1 | awk '/Mean PPL\\(Q\\)\\/PPL\\(base\\)/ "
+                                              "{ split($0, a, \":\"); split(a[2], b, \" \"); "
+                                              "printf \"Mean PPL(Q)/PPL(base)         : %f\\n\", b[1] * 1000; next } "
+                                              "{ print }'\n"));
+  fs::permissions(wrapper, fs::perms::owner_all);
+  setup_.perplexity_binary = wrapper;
+  setup_.spec.accuracy.min_token_agreement = 0.5;  // the PPL gate is the one under test
+  setup_.spec.accuracy.max_kld = 0.05;
+  setup_.spec.accuracy.max_ppl_delta = 0.05;
+  ServerTrialExecutor exec(setup_);
+  ASSERT_OK(exec.PrepareAccuracy(Config{}));
+  ASSERT_OK_AND_ASSIGN(AccuracyOutcome q8, exec.CheckAccuracy(Config{{"weights", "q8_0"}}, "c001"));
+  std::printf("q8_0 accuracy: %s\n", q8.detail.c_str());
+  ASSERT_TRUE(q8.ppl_ratio.has_value()) << q8.detail;
+  EXPECT_NEAR(*q8.ppl_ratio, 1.0, 0.05) << q8.detail;
+  EXPECT_TRUE(q8.passed) << q8.detail;
+  EXPECT_NE(q8.detail.find("divided out"), std::string::npos) << q8.detail;
+  auto saved = nlohmann::json::parse(sys::ReadFile(dir_->path() / "accuracy" / "reference-ppl.json").value_or("{}"),
+                                     nullptr, false);
+  ASSERT_TRUE(saved.contains("stock_ppl_ratio") && saved["stock_ppl_ratio"].is_number()) << saved.dump();
+  EXPECT_GT(saved["stock_ppl_ratio"].get<double>(), 500);  // the bias, measured on the stock
+  // A resumed session reads the stock's ratio instead of measuring it again.
+  ASSERT_OK(sys::WriteFileAtomic(dir_->path() / "accuracy" / "reference-ppl.json", "{\"stock_ppl_ratio\": 2000}\n"));
+  ServerTrialExecutor resumed(setup_);
+  ASSERT_OK(resumed.PrepareAccuracy(Config{}));
+  ASSERT_OK_AND_ASSIGN(AccuracyOutcome q4, resumed.CheckAccuracy(Config{{"weights", "q4_0"}}, "c002"));
+  ASSERT_TRUE(q4.ppl_ratio.has_value()) << q4.detail;
+  EXPECT_NE(q4.detail.find("own ratio 2000 divided out"), std::string::npos) << q4.detail;
 }
 
 }  // namespace

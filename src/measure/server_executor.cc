@@ -550,6 +550,7 @@ Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
   fs::path ref = dir / "reference.json";
   kld_base_ = (dir / "reference.kld").string();
   if (!probes_.empty()) return Ok();  // the first reference prepared stays the session's
+  stock_ = stock;
   json saved;
   if (sys::FileExists(ref)) {  // resume: the reference is kept
     HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(ref));
@@ -718,6 +719,11 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
     HONE_ASSIGN_OR_RETURN(KldStats kld, RunKld(config, false, server_binary));
     out.kld_mean = kld.kld;
     out.same_top = kld.same_top;
+    std::optional<double> stock_ratio;
+    if (kld.ppl_ratio) {
+      HONE_ASSIGN_OR_RETURN(stock_ratio, StockPplRatio());
+      if (stock_ratio && *stock_ratio > 0) kld.ppl_ratio = *kld.ppl_ratio / *stock_ratio;
+    }
     out.ppl_ratio = kld.ppl_ratio;
     const bool kld_ok = kld.kld <= gate_.max_kld;
     const bool ppl_ok = !kld.ppl_ratio || std::abs(*kld.ppl_ratio - 1) <= gate_.max_ppl_delta;
@@ -728,6 +734,10 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
     if (kld.ppl_ratio) {
       std::snprintf(buf, sizeof buf, ", PPL ratio %.4f (max delta %.3g)", *kld.ppl_ratio, gate_.max_ppl_delta);
       out.detail += buf;
+      if (stock_ratio && *stock_ratio > 0) {
+        std::snprintf(buf, sizeof buf, " over the stock's (the base file's own ratio %.4g divided out)", *stock_ratio);
+        out.detail += buf;
+      }
     }
     if (Patched(server_binary)) out.detail += " (the patched build's llama-perplexity)";
   }
@@ -741,6 +751,25 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   HONE_TRY(sys::WriteFileAtomic(cached, j.dump(2) + "\n"));
   accuracy_cache_[key] = out;
   return out;
+}
+
+Result<std::optional<double>> ServerTrialExecutor::StockPplRatio() {
+  if (stock_ppl_ratio_) return *stock_ppl_ratio_;
+  const fs::path file = fs::path(s_.run_dir) / "accuracy" / "reference-ppl.json";
+  if (sys::FileExists(file)) {  // a resumed session: measured before
+    HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(file));
+    json j = json::parse(text, nullptr, false);
+    if (j.is_object() && j.contains("stock_ppl_ratio")) {
+      const json& r = j["stock_ppl_ratio"];
+      stock_ppl_ratio_ = r.is_number() ? std::optional<double>(r.get<double>()) : std::nullopt;
+      return *stock_ppl_ratio_;
+    }
+  }
+  HONE_ASSIGN_OR_RETURN(KldStats self, RunKld(stock_, false, ""));
+  HONE_TRY(sys::WriteFileAtomic(file, json{{"stock_ppl_ratio", self.ppl_ratio ? json(*self.ppl_ratio) : json(nullptr)},
+                                           {"stock_kld", self.kld}}.dump(2) + "\n"));
+  stock_ppl_ratio_ = self.ppl_ratio;
+  return *stock_ppl_ratio_;
 }
 
 Result<KldStats> ParseKlDivergenceOutput(const std::string& output) {

@@ -109,12 +109,20 @@ class ServerTrialExecutor final : public TrialExecutor {
   void PrepareTokens(const std::string& host, int port, const std::string& model_path);
   std::vector<std::string> RuntimeFlags(const Config& config) const;
   Result<KldStats> RunKld(const Config& config, bool make_base, const std::string& server_binary);
+  // llama-perplexity's PPL(Q)/PPL(base) divides by a perplexity recomputed from the
+  // base file's 16-bit logits, biased by a factor of its own (2% on a 32k vocabulary,
+  // x1185 on a random 8B model's 128k one): the stock against the base measures that
+  // factor once (kept in accuracy/reference-ppl.json), and a candidate's ratio over it is
+  // PPL(candidate)/PPL(stock) exactly. Empty when llama-perplexity prints no ratio.
+  Result<std::optional<double>> StockPplRatio();
 
   ExecutorSetup s_;
   sys::Clock& clock_;
   sys::ProcessRunner& runner_;
   std::vector<Probe> probes_;
   std::string kld_base_;
+  Config stock_;                                 // the accuracy reference's configuration
+  std::optional<std::optional<double>> stock_ppl_ratio_;  // measured once (StockPplRatio)
   std::map<std::string, AccuracyOutcome> accuracy_cache_;  // config hash -> outcome
   AccuracyGateInfo gate_;
   // Agentic replays: the served model's token plan, calibrated on the first trial's
