@@ -63,6 +63,7 @@ struct SearchOpts {
   int plateau = 0;
   double noise = -1;
   bool no_accuracy = false;  // record: no accuracy checks; compare: the gate left out
+  bool recheck_accuracy = false;  // record: check every class again on a continued surface
   bool no_pool_retests = false;  // compare: measurement.pool_retests off
   int jobs = 1;
   std::string out_dir;
@@ -219,6 +220,12 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     surface = std::move(*old);
     std::printf("continuing %s: %d of %zu points measured\n", o.out.c_str(), surface.measured(),
                 surface.points().size());
+    if (o.recheck_accuracy && surface.accuracy_checked() > 0) {
+      // The gate changed since they were checked: each class is checked again.
+      std::printf("dropping %d points' accuracy results: each numerics class is checked again\n",
+                  surface.accuracy_checked());
+      for (search::SurfacePoint& p : surface.mutable_points()) p.accuracy.reset();
+    }
   }
   for (const auto& p : surface.points()) {
     if (auto v = w.engine.adapter->catalog().Validate(p.config); !v) return ReportError(v.error());
@@ -635,6 +642,9 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   record->add_option("--repeats", o->repeats, "Measurements of every point (each pass in a new shuffled order)");
   record->add_option("--repeat-fraction", o->repeat_fraction, "Share of points measured once more after that (noise)");
   record->add_flag("--no-accuracy", o->no_accuracy, "Skip the accuracy checks (one per numerics class)");
+  record->add_flag("--recheck-accuracy", o->recheck_accuracy,
+                   "Continuing a recording: drop its accuracy results and check every numerics class again "
+                   "(after a change to the gate)");
   record->add_option("--quiet", o->quiet,
                      "Before each trial, wait until at most this many other tasks were runnable for 2 s (a shared "
                      "machine's quiet moment)");

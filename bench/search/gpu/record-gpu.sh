@@ -30,8 +30,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
-op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4|c32 [SLICE_S]}
+op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4|c32 [SLICE_S] [recheck]}
 slice=${2:-540}
+recheck=()  # "recheck": drop the recorded accuracy results and check every class again
+[ "${3:-}" = recheck ] && recheck=(--recheck-accuracy)
 name=surface-gpu-8b-$op
 spec=bench/search/gpu/$name.spec.yaml
 [ -f "$spec" ] || { echo "no $spec" >&2; exit 2; }
@@ -94,7 +96,7 @@ if [ "$budget" -gt 60 ]; then
   for ((k = 0; k < gpus; k++)); do
     f=$cache/surfaces/$name.shard-$k-of-$gpus.json
     CUDA_VISIBLE_DEVICES=$k timeout -s KILL "$budget" "$hone" search record --spec "$spec" --out "$f" \
-      "${axes[@]}" "${repeats[@]}" --shard "$k/$gpus" > "$cache/surfaces/$name.shard-$k.log" 2>&1 &
+      "${axes[@]}" "${repeats[@]}" "${recheck[@]}" --shard "$k/$gpus" > "$cache/surfaces/$name.shard-$k.log" 2>&1 &
     pids+=($!)
   done
   done_all=1
