@@ -2,7 +2,7 @@
 # Records the GPU response surfaces (bench/search/gpu/surface-gpu-8b-{c64,c4}.json) on a
 # host with several GPUs reached through the device tool, one recorder per GPU
 # (`hone search record --shard K/N`), in slices under the device's 10-minute limit.
-# c32 (one GPU) was run on 2026-12-05: 50 of its 64 points (bench/search/gpu/README.md);
+# c32 (one GPU) was recorded over two sessions of 2026-12-05 (bench/search/gpu/README.md);
 # c64 and c4 need a machine of several GPUs, not lent so far.
 #
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
@@ -70,7 +70,7 @@ fi
 for ((k = 0; k < gpus; k++)); do
   f=$name.shard-$k-of-$gpus.json
   # From an earlier call of this session (.device/surfaces/, what came back), else from an
-  # earlier session (committed beside this script, as surface-gpu-8b-c32's first 50 points).
+  # earlier session (a shard committed beside this script).
   for from in "$root/.device/surfaces/$f" "$root/bench/search/gpu/$f"; do
     if [ ! -f "$cache/surfaces/$f" ] && [ -f "$from" ]; then cp "$from" "$cache/surfaces/$f"; fi
   done
