@@ -256,6 +256,64 @@ kb: {enabled: false}
   std::printf("a 45 s session with a trial of minutes ended after %.1f s\n", took);
 }
 
+// `hone search record` as the surfaces in bench/search were made: every grid point
+// measured on the real server, each numerics class checked once by the accuracy gate,
+// every trial saved as it ends; a second run continues the file, and --recheck-accuracy
+// drops the accuracy results and checks every class again.
+TEST_F(CliLlamaTest, SearchRecordMeasuresTheGridChecksEachNumericsClassAndContinues) {
+  const std::string f16 = Path("rec-tiny-f16.gguf");
+  ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
+  const std::string spec = "name: rec\ntarget:\n  model: " + f16 + R"(
+workload: {isl: 16, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+accuracy: {probes: 2, probe_tokens: 4, min_token_agreement: 0.5, max_kld: 0.5}
+kb: {enabled: false}
+)";
+  ASSERT_OK(sys::WriteFileAtomic(Path("rec.yaml"), spec));
+  const std::string out = Path("surface.json");
+  const std::vector<std::string> args = {"search", "record", "--spec", Path("rec.yaml"), "--out", out,
+                                         "--axis", "weights=f16,q8_0", "--axis", "threads=1,2",
+                                         "--stock", "weights=f16", "--stock", "threads=2"};
+  auto r = RunHone(args, 300s);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+  EXPECT_NE(r.output.find("4 of 4 points measured"), std::string::npos) << LastLines(r.output, 30);
+  auto load = [&] { return nlohmann::json::parse(sys::ReadFile(out).value_or("{}"), nullptr, false); };
+  nlohmann::json surface = load();
+  ASSERT_EQ(surface.value("schema", ""), "hone.surface/1") << surface.dump().substr(0, 300);
+  ASSERT_EQ(surface["points"].size(), 4u);
+  std::set<std::string> classes;
+  for (const auto& p : surface["points"]) {
+    EXPECT_FALSE(p["samples"].empty()) << p.dump();
+    ASSERT_TRUE(p.contains("accuracy")) << p.dump();
+    classes.insert(p["accuracy"].value("of", ""));
+  }
+  // Threads do not change the numerics; the weights' precision does: two classes, two checks.
+  EXPECT_EQ(classes.size(), 2u);
+  size_t checks = 0;
+  for (size_t at = r.output.find("\naccuracy threads="); at != std::string::npos; at = r.output.find("\naccuracy threads=", at + 1)) ++checks;
+  EXPECT_EQ(checks, 2u) << r.output;
+  // Continued: nothing is left to measure or check.
+  r = RunHone(args, 300s);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+  EXPECT_NE(r.output.find("continuing " + out + ": 4 of 4 points measured"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\naccuracy threads="), std::string::npos) << r.output;
+  EXPECT_EQ(load()["points"][0]["samples"].size(), surface["points"][0]["samples"].size());
+  // --recheck-accuracy: each class checked again, the measurements kept.
+  std::vector<std::string> recheck = args;
+  recheck.push_back("--recheck-accuracy");
+  r = RunHone(recheck, 300s);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+  EXPECT_NE(r.output.find("dropping 4 points' accuracy results"), std::string::npos) << r.output;
+  checks = 0;
+  for (size_t at = r.output.find("\naccuracy threads="); at != std::string::npos; at = r.output.find("\naccuracy threads=", at + 1)) ++checks;
+  EXPECT_EQ(checks, 2u) << r.output;
+  nlohmann::json again = load();
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_TRUE(again["points"][i].contains("accuracy"));
+    EXPECT_EQ(again["points"][i]["samples"], surface["points"][i]["samples"]);
+  }
+}
+
 // Two real sessions on llama-server, as a user runs them: a cold one, then a warm one
 // on the same workload with the knowledge base the first wrote. Whatever the search
 // finds on this host, each must close with its report and summary, every number in the

@@ -1,5 +1,6 @@
 #include "testing/llama_env.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -53,6 +54,9 @@ std::string SynthModel(const std::string& preset, const std::string& type) {
     auto d = sys::TempDir::Create("hone-test-models");
     if (!d) return "";
     s.dir = std::move(*d);
+    // The state itself is never destroyed; its models go when the test binary exits
+    // (each run left up to 457 MB in /tmp).
+    std::atexit([] { S().dir.reset(); });
   }
   std::string f16 = (s.dir->path() / (preset + "-f16.gguf")).string();
   if (!s.models.contains(preset + "/f16")) {
