@@ -454,7 +454,12 @@ Result<KldStats> ServerTrialExecutor::RunKld(const Config& config, bool make_bas
                       {{"output_tail", LastLines(res.output, 5)}}});
   }
   if (make_base) return KldStats{};
-  return ParseKlDivergenceOutput(res.output);
+  auto stats = ParseKlDivergenceOutput(res.output);
+  if (!stats) {
+    return Fail(Error{stats.error().code, stats.error().message + ": ..." + LastLines(res.output, 4),
+                      {{"output_tail", LastLines(res.output, 20)}}});
+  }
+  return stats;
 }
 
 Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Config& config, const std::string& label,
