@@ -74,6 +74,7 @@ Config Planner::Resolve(const Config& delta) const {
 
 std::string Planner::Effective(const Config& config, const target::Knob& knob, int depth) const {
   std::string v = catalog_.ValueOf(config, knob);
+  // A catalog loaded from its file refuses auto_means cycles; the depth guards one built in code.
   if (knob.auto_means.empty() || v != knob.default_value || depth > 4) return v;
   if (const target::Knob* other = catalog_.Find(knob.auto_means)) {
     std::string o = Effective(config, *other, depth + 1);

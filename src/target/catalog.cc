@@ -158,6 +158,17 @@ Result<KnobCatalog> KnobCatalog::FromKnobList(const spec::Field& knobs, const Kn
       return InvalidArgument(path + ": knob " + knob.name + ": auto_means '" + knob.auto_means +
                              "' is neither a host value (" + std::string(kHostValues) + ") nor a knob");
     }
+    // A chain of knobs must end at a host value or a knob without auto_means.
+    std::vector<std::string> chain = {knob.name};
+    for (const Knob* at = &knob; !at->auto_means.empty() && !IsHostValue(at->auto_means);) {
+      at = cat.Find(at->auto_means);
+      if (!at) break;  // an unknown knob: refused on its own line
+      chain.push_back(at->name);
+      if (std::find(chain.begin(), chain.end() - 1, at->name) != chain.end() - 1) {
+        return InvalidArgument(path + ": knob " + knob.name + ": auto_means " + Join(chain, " -> ") +
+                               " is a cycle: the default never resolves");
+      }
+    }
     for (const auto* list : {&knob.requires_, &knob.conflicts}) {
       for (const Condition& c : *list) {
         if (!cat.Find(c.knob)) {

@@ -79,6 +79,16 @@ TEST_F(CatalogTest, BadCatalogsNameTheProblem) {
   EXPECT_NE(r.error().message.find("auto_means 'sockets' is neither a host value (cores, cpus) nor a knob"),
             std::string::npos)
       << r.error().message;
+  // A chain that comes back to itself never resolves: refused when the catalog loads.
+  r = LoadText("framework: x\nknobs:\n"
+               "  - {name: a, flag: --a, type: int, category: c, default: auto, auto_means: b}\n"
+               "  - {name: b, flag: --b, type: int, category: c, default: auto, auto_means: a}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("knob a: auto_means a -> b -> a is a cycle"), std::string::npos)
+      << r.error().message;
+  r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, default: auto, auto_means: a}\n");
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("auto_means a -> a is a cycle"), std::string::npos) << r.error().message;
   r = LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, auto_means: cores}\n");
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("the knob needs a default"), std::string::npos) << r.error().message;
