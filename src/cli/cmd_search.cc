@@ -32,6 +32,7 @@
 #include "sys/signals.h"
 #include "target/catalog.h"
 #include "bench/metrics.h"
+#include "run/knowledge.h"
 #include "run/session.h"
 #include "sys/clock.h"
 #include "sys/machine.h"
@@ -234,7 +235,8 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
   info["framework"] = spec->target.adapter;
   info["framework_version"] = w.engine.provisioned.version;
   info["model"] = w.engine.model_name;
-  info["hardware"] = w.machine.Slug();
+  // The device the engine runs on: a CPU recording on a GPU host names the CPU.
+  info["hardware"] = run::HardwareName(*spec, w.machine);
   info["cpus"] = std::to_string(w.machine.cpus);
   info["gpus"] = std::to_string(spec->target.num_gpus);
   info["objective"] = spec->objective.metric;
