@@ -724,10 +724,11 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
     HONE_ASSIGN_OR_RETURN(KldStats kld, RunKld(config, false, server_binary));
     out.kld_mean = kld.kld;
     out.same_top = kld.same_top;
-    std::optional<double> stock_ratio;
+    std::optional<double> stock_ratio;  // divided out of the candidate's ratio when positive
     if (kld.ppl_ratio) {
       HONE_ASSIGN_OR_RETURN(stock_ratio, StockPplRatio());
-      if (stock_ratio && *stock_ratio > 0) kld.ppl_ratio = *kld.ppl_ratio / *stock_ratio;
+      if (!(stock_ratio && *stock_ratio > 0)) stock_ratio.reset();
+      if (stock_ratio) kld.ppl_ratio = *kld.ppl_ratio / *stock_ratio;
     }
     out.ppl_ratio = kld.ppl_ratio;
     const bool kld_ok = kld.kld <= gate_.max_kld;
@@ -739,7 +740,7 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
     if (kld.ppl_ratio) {
       std::snprintf(buf, sizeof buf, ", PPL ratio %.4f (max delta %.3g)", *kld.ppl_ratio, gate_.max_ppl_delta);
       out.detail += buf;
-      if (stock_ratio && *stock_ratio > 0) {
+      if (stock_ratio) {
         std::snprintf(buf, sizeof buf, " over the stock's (the base file's own ratio %.4g divided out)", *stock_ratio);
         out.detail += buf;
       }

@@ -499,6 +499,7 @@ std::string RenderMarkdown(const ReportInput& in) {
   line("| trial | role | config | point | status | " + spec.objective.metric + " | TTFT p50 ms | TPOT p50 ms | wall s |");
   line("|---|---|---|---|---|---|---|---|---|");
   for (const auto& t : in.trials) {
+    const bool measured = t.launched && !t.cut();  // a cut trial's latencies are not a result
     std::string status = t.cut()       ? "cut: " + t.failure_detail
                          : !t.launched ? "launch failed: " + t.failure_kind
                          : !t.valid    ? "invalid"
@@ -506,8 +507,8 @@ std::string RenderMarkdown(const ReportInput& in) {
     line("| " + Md(t.id) + " | " + std::string(measure::TrialRoleName(t.role)) + " | `" + Md(t.config.ToString()) +
          "` | " + t.point.Label() + " | " + Md(status) +
          " | " + (t.valid ? F("%.4g", t.objective) : "") + " | " +
-         (t.launched && !t.cut() ? F("%.1f", t.result.ttft.p50 * 1e3) : "") + " | " +
-         (t.launched && !t.cut() ? F("%.2f", t.result.tpot.p50 * 1e3) : "") + " | " + F("%.1f", t.wall_s) + " |");
+         (measured ? F("%.1f", t.result.ttft.p50 * 1e3) : "") + " | " +
+         (measured ? F("%.2f", t.result.tpot.p50 * 1e3) : "") + " | " + F("%.1f", t.wall_s) + " |");
   }
   return o;
 }
