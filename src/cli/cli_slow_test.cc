@@ -266,7 +266,7 @@ TEST_F(CliLlamaTest, SearchRecordMeasuresTheGridChecksEachNumericsClassAndContin
   const std::string spec = "name: rec\ntarget:\n  model: " + f16 + R"(
 workload: {isl: 16, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
 objective: {metric: total_tps_per_gpu}
-accuracy: {probes: 2, probe_tokens: 4, min_token_agreement: 0.5, max_kld: 0.5}
+accuracy: {probes: 2, probe_tokens: 4, min_token_agreement: 0.5, max_kld: 0.5, kld: false}
 kb: {enabled: false}
 )";
   ASSERT_OK(sys::WriteFileAtomic(Path("rec.yaml"), spec));
@@ -278,6 +278,7 @@ kb: {enabled: false}
   ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
   EXPECT_NE(r.output.find("4 of 4 points measured"), std::string::npos) << LastLines(r.output, 30);
   auto load = [&] { return nlohmann::json::parse(sys::ReadFile(out).value_or("{}"), nullptr, false); };
+  SCOPED_TRACE(LastLines(r.output, 20));
   nlohmann::json surface = load();
   ASSERT_EQ(surface.value("schema", ""), "hone.surface/1") << surface.dump().substr(0, 300);
   ASSERT_EQ(surface["points"].size(), 4u);
