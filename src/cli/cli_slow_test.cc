@@ -266,7 +266,7 @@ TEST_F(CliLlamaTest, SearchRecordMeasuresTheGridChecksEachNumericsClassAndContin
   const std::string spec = "name: rec\ntarget:\n  model: " + f16 + R"(
 workload: {isl: 16, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
 objective: {metric: total_tps_per_gpu}
-accuracy: {probes: 2, probe_tokens: 4, min_token_agreement: 0.5, max_kld: 0.5, kld: false}
+accuracy: {probes: 2, probe_tokens: 4, min_token_agreement: 0.5, max_kld: 0.5}
 kb: {enabled: false}
 )";
   ASSERT_OK(sys::WriteFileAtomic(Path("rec.yaml"), spec));

@@ -448,18 +448,35 @@ Result<KldStats> ServerTrialExecutor::RunKld(const Config& config, bool make_bas
     argv.push_back("--kl-divergence");
   }
   for (const auto& f : RuntimeFlags(config)) argv.push_back(f);
-  HONE_ASSIGN_OR_RETURN(auto res, runner_.Run({.argv = argv}, 20min));
-  if (!res.status.success()) {
-    return Fail(Error{ErrorCode::kFailedPrecondition, "llama-perplexity failed (" + res.status.ToString() + ")",
-                      {{"output_tail", LastLines(res.output, 5)}}});
+  // llama-perplexity logs through a worker thread that its exit does not wait for: on a
+  // loaded machine the last lines, the statistics, are sometimes lost from a run that
+  // finished (exit 0). The statistics are deterministic, so such a run is repeated.
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    HONE_ASSIGN_OR_RETURN(auto res, runner_.Run({.argv = argv}, 20min));
+    if (!res.status.success()) {
+      return Fail(Error{ErrorCode::kFailedPrecondition, "llama-perplexity failed (" + res.status.ToString() + ")",
+                        {{"output_tail", LastLines(res.output, 5)}}});
+    }
+    if (make_base) {
+      // A text too short for the context ends the tool with exit 0 and no base.
+      std::error_code ec;
+      if (fs::file_size(kld_base_, ec) == 0 || ec) {
+        return Fail(Error{ErrorCode::kFailedPrecondition,
+                          "llama-perplexity wrote no KL-divergence base: ..." + LastLines(res.output, 4),
+                          {{"output_tail", LastLines(res.output, 20)}}});
+      }
+      return KldStats{};
+    }
+    auto stats = ParseKlDivergenceOutput(res.output);
+    if (stats) return stats;
+    if (attempt == kAttempts) {
+      return Fail(Error{stats.error().code,
+                        stats.error().message + " in " + std::to_string(kAttempts) + " runs: ..." +
+                            LastLines(res.output, 4),
+                        {{"output_tail", LastLines(res.output, 20)}}});
+    }
   }
-  if (make_base) return KldStats{};
-  auto stats = ParseKlDivergenceOutput(res.output);
-  if (!stats) {
-    return Fail(Error{stats.error().code, stats.error().message + ": ..." + LastLines(res.output, 4),
-                      {{"output_tail", LastLines(res.output, 20)}}});
-  }
-  return stats;
 }
 
 Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Config& config, const std::string& label,
