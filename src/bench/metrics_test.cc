@@ -122,6 +122,34 @@ TEST(MetricsTest, AWindowCreditsPromptsAsTheirOutputsStream) {
   EXPECT_EQ(ComputeResult(Sample(), RunContext{}, {}, {}).prefilled_input_tokens, -1) << "not a window";
 }
 
+// A server that stalls after its first requests: one finished during the ramp, the
+// others were cut at the window's end without a token inside it. Throughput 0 is not a
+// measurement; the run is invalid, as one where nothing finished at all.
+TEST(MetricsTest, AWindowWithoutATokenIsInvalidWhateverFinishedBeforeIt) {
+  RunOutput run;
+  run.records.push_back(Rec(0, {100, 200}, 210, 512, -1));  // done before the window
+  for (int k = 0; k < 3; ++k) {
+    RequestRecord stuck = Rec(100, {150}, 0, 512, -1);  // its first token came before the window
+    stuck.osl_expected = 128;
+    stuck.cut = true;
+    stuck.error = ErrorCategory::kCancelled;
+    run.records.push_back(stuck);
+  }
+  run.windowed = true;
+  run.window_start_ns = 300 * kMs;
+  run.window_end_ns = 900 * kMs;
+  BenchResult r = ComputeResult(run, RunContext{}, {}, {});
+  EXPECT_EQ(r.successful, 1);
+  EXPECT_EQ(r.cut, 3);
+  EXPECT_EQ(r.total_output_tokens, 0);
+  EXPECT_FALSE(r.valid);
+  ASSERT_EQ(r.invalid_reasons.size(), 1u);
+  EXPECT_EQ(r.invalid_reasons[0], "no token arrived inside the measurement window");
+  // One token inside the window is a (slow) measurement.
+  run.records[1].chunk_ns.push_back(400 * kMs);
+  EXPECT_TRUE(ComputeResult(run, RunContext{}, {}, {}).valid);
+}
+
 // A staggered first-wave request ended early by design: its TTFT and TPOT count, its
 // end-to-end latency (shorter than any workload request's) does not.
 TEST(MetricsTest, AShortenedFirstWaveRequestStaysOutOfE2el) {
