@@ -444,9 +444,19 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
     if (it != surface.info().end()) info += std::string(info.empty() ? "" : "; ") + k + " " + it->second;
   }
   line("           %s\n", info.c_str());
-  line("           %d of %d points repeated: relative noise of one trial %.1f%%; %d failed to launch; accuracy gate: "
+  // A failed point either never served (launch) or served no valid measurement (a stalled
+  // server: "invalid: no token arrived inside the measurement window").
+  int invalid = 0;
+  for (const auto& p : surface.points()) invalid += p.failure_kind.starts_with("invalid");
+  const int failed = surface.failed();
+  const std::string failures = invalid == 0 ? std::to_string(failed) + " failed to launch"
+                               : invalid == failed
+                                   ? std::to_string(failed) + " failed (no valid run)"
+                                   : std::to_string(failed) + " failed (" + std::to_string(failed - invalid) +
+                                         " to launch, " + std::to_string(invalid) + " without a valid run)";
+  line("           %d of %d points repeated: relative noise of one trial %.1f%%; %s; accuracy gate: "
        "%d points checked, %d fail it\n",
-       surface.repeated(), r.points, r.noise * 100, surface.failed(), surface.accuracy_checked(),
+       surface.repeated(), r.points, r.noise * 100, failures.c_str(), surface.accuracy_checked(),
        surface.accuracy_failed());
   auto obj = surface.info().find("objective");
   line("objective  %s (%s): best %.1f at %s; stock at %s of the best; %d point(s) within %.0f%%\n",

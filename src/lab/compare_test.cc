@@ -124,6 +124,29 @@ TEST_F(CompareTest, ASurfaceTheHeuristicsWereTunedOnIsMarked) {
   EXPECT_NE(FormatSummary({r}).find("TUNED"), std::string::npos);
 }
 
+// The header tells a point that never served from one whose server stalled (recorded
+// as "invalid: no token arrived inside the measurement window").
+TEST_F(CompareTest, TheHeaderSaysHowThePointsFailed) {
+  search::ResponseSurface s = DemoSurface(0.01);
+  const auto* best = s.Best();
+  ASSERT_NE(best, nullptr);
+  const Config best_config = best->config;
+  int marked = 0;
+  for (auto& p : s.mutable_points()) {
+    if (marked == 2 || p.config == s.stock() || p.config == best_config) continue;
+    p.samples.clear();
+    p.failure_kind = marked++ == 0 ? "context_create" : "invalid: no token arrived inside the measurement window";
+  }
+  CompareOptions o;
+  o.seeds = 2;
+  o.budgets = {4};
+  o.bootstrap = 10;
+  o.surface_name = "demo";
+  ASSERT_OK_AND_ASSIGN(CompareReport r, Compare(s, demo_.catalog, demo_.heuristics, o));
+  std::string text = FormatCompare(s, r, "demo.json");
+  EXPECT_NE(text.find("2 failed (1 to launch, 1 without a valid run)"), std::string::npos) << text.substr(0, 600);
+}
+
 TEST_F(CompareTest, RefusesWhatItCannotReplay) {
   search::ResponseSurface s = search::ResponseSurface::Grid({{"nope", {"1", "2"}}}, Config{{"nope", "1"}});
   s.mutable_points()[0].samples = {1};
