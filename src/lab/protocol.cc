@@ -84,6 +84,17 @@ void SurfaceSession::Prelude() {
   if (options_.accuracy && facts_.accuracy) elapsed_s_ += facts_.accuracy_s[Index(stock)];
 }
 
+namespace {
+
+// A point that served no valid run (recorded "invalid: ...", e.g. a stalled server) ends
+// its comparison as a session's does (VetoKind::kInvalidRun -> INVALID); one that never
+// launched, LAUNCH_FAILED.
+Verdict FailedVerdict(const search::SurfacePoint& p) {
+  return p.failure_kind.starts_with("invalid") ? Verdict::kInvalid : Verdict::kLaunchFailed;
+}
+
+}  // namespace
+
 Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
   const auto& m = options_.measurement;
   const bool maximize = surface_.maximize();
@@ -112,7 +123,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
       elapsed_s_ += p->seconds.empty() ? facts_.trial_s[Index(*p)] : p->seconds.back();
       ++trials_;
       step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
-      return done(Verdict::kLaunchFailed, 0);
+      return done(FailedVerdict(*p), 0);
     }
     double better = Better(Measure(*p), Mean(best_values_), maximize);
     if (better < -m.screen_drop) return done(Verdict::kScreenedOut, better);
@@ -138,7 +149,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
         elapsed_s_ += facts_.trial_s[Index(*p)];
         ++trials_;
         step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
-        return done(Verdict::kLaunchFailed, 0);
+        return done(FailedVerdict(*p), 0);
       }
       b.push_back(Measure(*p));
     }

@@ -95,6 +95,22 @@ TEST_F(ProtocolTest, EachVerdictCostsWhatTheCoordinatorWouldSpend) {
   EXPECT_EQ(failed.trials, 1);
   EXPECT_DOUBLE_EQ(failed.seconds, 0.5);
 
+  // A point whose server stalled (recorded without a valid run): INVALID, as a session's
+  // veto of an invalid run ends it, for the trial it cost.
+  {
+    search::ResponseSurface stalled_surface = s;
+    for (search::SurfacePoint& p : stalled_surface.mutable_points()) {
+      if (p.config.GetOr("a", "") == "2") p.failure_kind = "invalid: no token arrived inside the measurement window";
+    }
+    SurfaceFacts sf = SurfaceFacts::Of(stalled_surface);
+    SurfaceSession other(stalled_surface, sf, demo_.catalog, {}, 1);
+    other.Prelude();
+    Step stalled = other.Evaluate(Cand({{"a", "2"}}));
+    EXPECT_EQ(stalled.obs.verdict, Verdict::kInvalid);
+    EXPECT_EQ(stalled.trials, 1);
+    EXPECT_TRUE(stalled.counted);
+  }
+
   // Off the surface: not measurable, costs nothing.
   Step invalid = session.Evaluate(Cand({{"a", "3"}}));
   EXPECT_EQ(invalid.obs.verdict, Verdict::kInvalid);
