@@ -102,6 +102,7 @@ Result<std::unique_ptr<Server>> StartServer(const Adapter& adapter, const Config
                               "cannot start the server on port " + std::to_string(ctx.port), "not started"));
   }
   std::vector<std::string> relaunches;
+  bool relaunched_exit = false;
   for (int attempt = 0;; ++attempt) {
     if (!fixed_port) {
       HONE_ASSIGN_OR_RETURN(ctx.port, net::FreeLoopbackPort());
@@ -110,9 +111,18 @@ Result<std::unique_ptr<Server>> StartServer(const Adapter& adapter, const Config
     if (options.before_launch) options.before_launch(ctx.port);
     auto server = Server::Start(spec, adapter.failure_rules(), options);
     if (server) (*server)->relaunches_ = relaunches;
-    if (server || fixed_port || attempt >= 2 || server.error().Get("failure_kind") != "port_in_use") {
-      return server;
+    if (server) return server;
+    const std::string kind(server.error().Get("failure_kind"));
+    // llama-server logs through a worker thread that its exit does not wait for: one that
+    // exits at once on a loaded machine can lose the line naming the cause (a corrupt
+    // model read as a bare exit). An exit without a recognizable cause is launched once
+    // more for its log.
+    if (kind == "exited" && !relaunched_exit) {
+      relaunched_exit = true;
+      relaunches.push_back("exited without a recognizable cause: " + server.error().message);
+      continue;
     }
+    if (fixed_port || attempt >= 2 || kind != "port_in_use") return server;
     relaunches.push_back("port " + std::to_string(ctx.port) + ": " + server.error().message);
   }
 }
