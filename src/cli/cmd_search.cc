@@ -307,7 +307,8 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     if (!outcome->launched) {
       p.failure_kind = outcome->failure_kind.empty() ? "launch_failed" : outcome->failure_kind;
     } else if (!outcome->valid) {
-      p.failure_kind = "invalid: " + (outcome->invalid_reasons.empty() ? std::string("?") : outcome->invalid_reasons[0]);
+      p.failure_kind = std::string(search::SurfacePoint::kInvalidRunPrefix) +
+                       (outcome->invalid_reasons.empty() ? std::string("?") : outcome->invalid_reasons[0]);
     } else {
       p.samples.push_back(outcome->objective);
       if (p.metrics.empty()) {

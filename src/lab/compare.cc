@@ -447,7 +447,7 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
   // A failed point either never served (launch) or served no valid measurement (a stalled
   // server: "invalid: no token arrived inside the measurement window").
   int invalid = 0;
-  for (const auto& p : surface.points()) invalid += p.failure_kind.starts_with("invalid");
+  for (const auto& p : surface.points()) invalid += p.no_valid_run();
   const int failed = surface.failed();
   const std::string failures = invalid == 0 ? std::to_string(failed) + " failed to launch"
                                : invalid == failed

@@ -90,7 +90,7 @@ namespace {
 // its comparison as a session's does (VetoKind::kInvalidRun -> INVALID); one that never
 // launched, LAUNCH_FAILED.
 Verdict FailedVerdict(const search::SurfacePoint& p) {
-  return p.failure_kind.starts_with("invalid") ? Verdict::kInvalid : Verdict::kLaunchFailed;
+  return p.no_valid_run() ? Verdict::kInvalid : Verdict::kLaunchFailed;
 }
 
 }  // namespace

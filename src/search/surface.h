@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.h"
@@ -56,6 +57,10 @@ struct SurfacePoint {
   std::map<std::string, double> metrics;  // first repeat's bench metrics (diagnosis)
   std::vector<std::string> trial_ids;
   bool failed() const { return !failure_kind.empty(); }
+  // It launched but served no valid measurement (failure_kind "invalid: <reason>", e.g. a
+  // stalled server), as opposed to a launch failure.
+  bool no_valid_run() const { return failure_kind.starts_with(kInvalidRunPrefix); }
+  static constexpr std::string_view kInvalidRunPrefix = "invalid: ";
   bool accuracy_ok() const { return !accuracy || accuracy->passed; }
   double mean() const;           // 0 without samples
 };

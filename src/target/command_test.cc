@@ -149,5 +149,33 @@ TEST(StartServerTest, AnUnexplainedExitIsLaunchedOnceMoreForItsLog) {
   EXPECT_EQ(Split(Trim(*sys::ReadFile(count)), '\n').size(), 2u);
 }
 
+// The two relaunch bounds are separate: an exit whose log lost its cause costs one
+// relaunch and leaves both port-race relaunches. The stand-in exits silently, then loses
+// the port race twice, then serves: four launches, and a healthy server.
+TEST(StartServerTest, AnExitRelaunchLeavesThePortRaceRelaunches) {
+  ASSERT_OK_AND_ASSIGN(auto dir, sys::TempDir::Create("hone-exit-race"));
+  const std::string script = (dir->path() / "llama-server").string();
+  const std::string count = (dir->path() / "launches").string();
+  ASSERT_OK(sys::WriteFileAtomic(dir->path() / "health", "ok"));
+  // llama-server's flags: the port follows --port.
+  ASSERT_OK(sys::WriteFileAtomic(script, "#!/usr/bin/env bash\necho launch >> '" + count + "'\n" +
+                                             "n=$(wc -l < '" + count + "')\n" +
+                                             "[ \"$n\" -eq 1 ] && exit 1\n" +
+                                             "if [ \"$n\" -le 3 ]; then echo \"couldn't bind HTTP server socket\" >&2; exit 1; fi\n" +
+                                             "while [ $# -gt 0 ]; do [ \"$1\" = --port ] && port=$2; shift; done\n" +
+                                             "cd \"$(dirname \"$0\")\" && exec python3 -m http.server --bind 127.0.0.1 \"$port\"\n"));
+  ASSERT_EQ(::chmod(script.c_str(), 0755), 0);
+  ASSERT_OK_AND_ASSIGN(auto adapter, LlamaCppAdapter::Create(testing::SourceDir().string(), "0.4.0"));
+  ServerOptions options{.log_path = (dir->path() / "server.log").string(), .health_timeout = std::chrono::seconds(60)};
+  auto server = StartServer(*adapter, Config{}, LaunchContext{.server_binary = script, .model_path = "m.gguf"}, options);
+  ASSERT_TRUE(server) << server.error().ToString();
+  EXPECT_TRUE((*server)->Alive());
+  EXPECT_EQ(Split(Trim(*sys::ReadFile(count)), '\n').size(), 4u);
+  ASSERT_EQ((*server)->relaunches().size(), 3u);
+  EXPECT_NE((*server)->relaunches()[0].find("exited without a recognizable cause"), std::string::npos);
+  EXPECT_NE((*server)->relaunches()[2].find("port_in_use"), std::string::npos) << (*server)->relaunches()[2];
+  (*server)->Stop();
+}
+
 }  // namespace
 }  // namespace hone::target

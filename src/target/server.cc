@@ -102,8 +102,11 @@ Result<std::unique_ptr<Server>> StartServer(const Adapter& adapter, const Config
                               "cannot start the server on port " + std::to_string(ctx.port), "not started"));
   }
   std::vector<std::string> relaunches;
+  // Two bounds, kept apart: up to two relaunches for a lost port race, one for an exit
+  // whose log lost its cause.
+  int port_relaunches = 0;
   bool relaunched_exit = false;
-  for (int attempt = 0;; ++attempt) {
+  for (;;) {
     if (!fixed_port) {
       HONE_ASSIGN_OR_RETURN(ctx.port, net::FreeLoopbackPort());
     }
@@ -122,7 +125,8 @@ Result<std::unique_ptr<Server>> StartServer(const Adapter& adapter, const Config
       relaunches.push_back("exited without a recognizable cause: " + server.error().message);
       continue;
     }
-    if (fixed_port || attempt >= 2 || kind != "port_in_use") return server;
+    if (fixed_port || port_relaunches >= 2 || kind != "port_in_use") return server;
+    ++port_relaunches;
     relaunches.push_back("port " + std::to_string(ctx.port) + ": " + server.error().message);
   }
 }
