@@ -303,14 +303,35 @@ void ChildProcess::AfterExit() {
   }
 }
 
+namespace {
+
+// Whether the leader `pid` has exited, leaving it unreaped (WNOWAIT): a zombie keeps its
+// pid, and so its group's id, from being reused. `block` waits for the exit.
+bool LeaderExited(pid_t pid, bool block) {
+  siginfo_t info{};
+  int r;
+  do {
+    r = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
+  } while (r < 0 && errno == EINTR);
+  return r == 0 && info.si_pid == pid;
+}
+
+// Takes the stragglers of an exited leader's group down, then reaps the leader: in this
+// order the group id cannot have passed to a new process group when the signal is sent.
+int ReapGroup(pid_t pid) {
+  kill(-pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+}  // namespace
+
 std::optional<ExitStatus> ChildProcess::Poll() {
   if (exit_) return exit_;
-  int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) {
-    exit_ = FromWaitStatus(status);
-    // The leader is gone; take any stragglers in its group with it.
-    kill(-pid_, SIGKILL);
+  if (LeaderExited(pid_, /*block=*/false)) {
+    exit_ = FromWaitStatus(ReapGroup(pid_));
     AfterExit();
   }
   return exit_;
@@ -340,11 +361,8 @@ ExitStatus ChildProcess::Stop(std::chrono::milliseconds grace) {
     SleepMillis(5);
   }
   kill(-pid_, SIGKILL);
-  int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
-  exit_ = FromWaitStatus(status);
-  kill(-pid_, SIGKILL);
+  LeaderExited(pid_, /*block=*/true);
+  exit_ = FromWaitStatus(ReapGroup(pid_));
   AfterExit();
   return *exit_;
 }

@@ -138,6 +138,21 @@ TEST(ProcessTest, StopKillsGrandchildren) {
   for (pid_t p : pids) EXPECT_TRUE(GoneWithin(p, 3s)) << p;
 }
 
+// A leader that exits by itself leaves a straggler in its group: Poll reports the exit
+// with the leader's status and takes the straggler down (signalled while the exited
+// leader is still unreaped, so the group's id cannot have been reused).
+TEST(ProcessTest, ALeaderThatExitsTakesItsGroupWithIt) {
+  auto child = ChildProcess::Start({.argv = {"sh", "-c", "sleep 300 & echo $!; exit 3"}});
+  ASSERT_TRUE(child);
+  auto pids = ReadPids(**child, 1);
+  ASSERT_EQ(pids.size(), 1u);
+  auto status = (*child)->WaitFor(5s);
+  ASSERT_TRUE(status) << status.error().ToString();
+  EXPECT_EQ(status->code, 3);
+  EXPECT_TRUE(GoneWithin(pids[0], 3s)) << pids[0];
+  EXPECT_EQ((*child)->Stop(1s).code, 3);  // already reaped: the same status
+}
+
 TEST(ProcessTest, WaitForReportsDeadlineAndLeavesChildRunning) {
   auto child = ChildProcess::Start({.argv = {"sleep", "30"}});
   ASSERT_TRUE(child);
