@@ -25,6 +25,7 @@ struct Run {
   std::vector<double> quality;  // [k]: after k candidates (k = 0: the stock)
   std::vector<double> seconds;  // [k]: search seconds (after the prelude)
   std::vector<int> trials;      // [k]: server runs in the search
+  std::vector<int> failed;      // [k]: candidates by then that never served a valid run
   double prelude_s = 0;
   double noise_floor = 0;
   std::vector<std::string> log;
@@ -55,6 +56,7 @@ Run Simulate(search::Proposer& proposer, const Setup& s, uint64_t noise_seed, in
   run.quality.push_back(session.quality());
   run.seconds.push_back(0);
   run.trials.push_back(0);
+  run.failed.push_back(0);
   int invalid_streak = 0;
   int misses = 0;
   while (static_cast<int>(run.quality.size()) - 1 < max_candidates && !enough(run) &&
@@ -74,6 +76,8 @@ Run Simulate(search::Proposer& proposer, const Setup& s, uint64_t noise_seed, in
     run.quality.push_back(session.quality());
     run.seconds.push_back(session.elapsed_s() - run.prelude_s);
     run.trials.push_back(session.trials() - prelude_trials);
+    const bool never_served = step.obs.verdict == Verdict::kLaunchFailed || step.obs.verdict == Verdict::kInvalid;
+    run.failed.push_back(run.failed.back() + (never_served ? 1 : 0));
     if (keep_log) {
       char buf[320];
       std::snprintf(buf, sizeof buf, "%3zu %-46s %-15s %+6.1f%%  %2d runs  incumbent at %5.1f%% of best",
@@ -290,6 +294,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
     x.to_reach_trials.assign(n, 0);
     x.at_budget.assign(nb, std::vector<double>(n, 0));
     x.used.assign(nb, std::vector<double>(n, 0));
+    x.failed.assign(nb, std::vector<double>(n, 0));
     x.curve.assign(n, {});
     return x;
   };
@@ -311,6 +316,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
       size_t k = std::min(static_cast<size_t>(r.budgets[b]), run.quality.size() - 1);
       x.at_budget[b][seed_idx] = run.quality[k];
       x.used[b][seed_idx] = static_cast<double>(k);
+      x.failed[b][seed_idx] = run.failed[k];
     }
   };
 
@@ -391,6 +397,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
       size_t k = std::min(static_cast<size_t>(r.budgets[b]), tb.quality.size() - 1);
       grid.at_budget[b][i] = tb.quality[k];
       grid.used[b][i] = static_cast<double>(k);
+      grid.failed[b][i] = tb.failed[k];
       if (b + 1 == nb) grid.curve[i] = curve_of(tb);
       if (i == 0) grid_axes[b] = gb.axes_text();
     }
@@ -527,6 +534,19 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
     }
     out += "\n";
   }
+  // Candidates a strategy spent on configurations that never served (a launch failure
+  // or no valid run): each costs a launch, and the planner learns conflicts from them.
+  out += "  failed candidates by then (never launched or no valid run), mean:";
+  for (const StrategyResult& s : r.strategies) {
+    std::string cells;
+    for (size_t b = 0; b < r.budgets.size(); ++b) {
+      char cell[32];
+      std::snprintf(cell, sizeof cell, "%s%.1f", b == 0 ? "" : "/", Mean(s.failed[b]));
+      cells += cell;
+    }
+    line(" %s %s%s", s.name.c_str(), cells.c_str(), &s == &r.strategies.back() ? "" : ";");
+  }
+  out += "\n";
   out += "  planner's mean >= every baseline's:";
   for (size_t b = 0; b < r.budgets.size(); ++b) {
     line(" B=%d %s%s", r.budgets[b], met(r.goals.at_budget[b]), b + 1 < r.budgets.size() ? ";" : "");

@@ -66,6 +66,7 @@ struct StrategyResult {
   std::vector<int> to_reach_trials;             // per seed: server runs (-1: never)
   std::vector<std::vector<double>> at_budget;   // [budget][seed]: true quality
   std::vector<std::vector<double>> used;        // [budget][seed]: candidates judged by then
+  std::vector<std::vector<double>> failed;      // [budget][seed]: of those, never served a valid run
   std::vector<std::vector<double>> curve;       // [seed][time]: true quality at search time t
   double MedianToReach() const;
   double ReachPercentile(double p) const;

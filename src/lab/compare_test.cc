@@ -145,6 +145,48 @@ TEST_F(CompareTest, TheHeaderSaysHowThePointsFailed) {
   ASSERT_OK_AND_ASSIGN(CompareReport r, Compare(s, demo_.catalog, demo_.heuristics, o));
   std::string text = FormatCompare(s, r, "demo.json");
   EXPECT_NE(text.find("2 failed (1 to launch, 1 without a valid run)"), std::string::npos) << text.substr(0, 600);
+  // Each strategy's candidates that never served are counted, never more than it judged,
+  // and printed beside the budget table.
+  for (const StrategyResult& x : r.strategies) {
+    ASSERT_EQ(x.failed.size(), 1u);
+    for (size_t seed = 0; seed < 2; ++seed) {
+      EXPECT_GE(x.failed[0][seed], 0);
+      EXPECT_LE(x.failed[0][seed], x.used[0][seed]) << x.name;
+    }
+  }
+  EXPECT_NE(text.find("failed candidates by then (never launched or no valid run), mean: planner "), std::string::npos)
+      << text;
+}
+
+// A surface where a third of the points never launch: random search spends candidates
+// on them, and the count says how many.
+TEST_F(CompareTest, FailedCandidatesAreCountedPerStrategy) {
+  search::ResponseSurface s = DemoSurface(0.01);
+  const Config stock = s.stock();
+  const Config best = s.Best()->config;
+  int i = 0;
+  for (auto& p : s.mutable_points()) {
+    if (i++ % 3 != 1 || p.config == stock || p.config == best) continue;
+    p.samples.clear();
+    p.failure_kind = "crashed";
+  }
+  CompareOptions o;
+  o.seeds = 10;
+  o.budgets = {8, 16};
+  o.bootstrap = 10;
+  o.surface_name = "demo";
+  ASSERT_OK_AND_ASSIGN(CompareReport r, Compare(s, demo_.catalog, demo_.heuristics, o));
+  const StrategyResult& random = r.strategies[1];
+  ASSERT_EQ(random.name, "random");
+  EXPECT_GT(Mean(random.failed[0]), 0.5);  // about a third of 8
+  for (const StrategyResult& x : r.strategies) {
+    for (size_t seed = 0; seed < 10; ++seed) {
+      EXPECT_LE(x.failed[0][seed], x.used[0][seed]) << x.name;
+      if (x.name != "grid") {  // the grid's budgets are separate runs
+        EXPECT_LE(x.failed[0][seed], x.failed[1][seed]) << x.name;
+      }
+    }
+  }
 }
 
 TEST_F(CompareTest, RefusesWhatItCannotReplay) {

@@ -409,6 +409,13 @@ void Planner::AttributeEffect(const Config& resolved, double log_gain) {
 namespace {
 
 // The verdicts of a candidate whose server started.
+// A launch failure a configuration can explain (not a port race, a model that does not
+// load, a health timeout or a flag the engine rejects).
+bool ConfigurationExplains(const std::string& failure_kind) {
+  return failure_kind == "context_create" || failure_kind == "out_of_memory" || failure_kind == "crashed" ||
+         failure_kind == "exited";
+}
+
 bool Launched(Verdict v) {
   return v == Verdict::kKeep || v == Verdict::kRevert || v == Verdict::kInconclusive ||
          v == Verdict::kScreenedOut || v == Verdict::kAccuracyFailed;
@@ -551,6 +558,12 @@ std::optional<Candidate> Planner::Explore(const ProposalContext& ctx, const std:
       c.reset();
       continue;
     }
+    if (Config full = ctx.best.Merged(delta); HeldConflict(full)) {
+      // A learned conflict: a failure to launch, known without a trial.
+      explorer_.Observe({*c, full, Verdict::kLaunchFailed, 0, "conflict"});
+      c.reset();
+      continue;
+    }
     c->delta = delta;
   }
   if (!c) return std::nullopt;
@@ -595,6 +608,7 @@ std::optional<Candidate> Planner::FromTree(const ProposalContext& ctx) {
       n.note = "catalog: " + v.error().message;
       continue;
     }
+    if (HeldConflict(full)) continue;  // it may launch once the incumbent moves
     n.state = IdeaState::kProposed;
     n.order = ++proposals_;
     pending_ = id;
@@ -609,6 +623,46 @@ std::optional<Candidate> Planner::FromTree(const ProposalContext& ctx) {
     return c;
   }
   stop_note_ = "no open idea left";
+  return std::nullopt;
+}
+
+void Planner::LearnConflict(const IdeaNode& retry, const Observation& obs) {
+  if (retry.parent < 0) return;
+  const IdeaNode& failed = tree_.at(retry.parent);
+  if (failed.kind != IdeaKind::kValue) return;
+  const target::Knob* knob = catalog_.Find(failed.knob);
+  if (!knob) return;
+  for (const auto& [j, w] : retry.delta.values()) {
+    const target::Knob* partner = catalog_.Find(j);
+    if (j == failed.knob || !partner) continue;
+    const std::string ran = Effective(obs.config, *partner);
+    // The latest failure of the value with the partner at another value than the one
+    // that launched.
+    for (auto f = failed_launches_.rbegin(); f != failed_launches_.rend(); ++f) {
+      if (Effective(*f, *knob) != failed.value) continue;
+      const std::string before = Effective(*f, *partner);
+      if (before == ran) continue;
+      Config conflict{{failed.knob, failed.value}, {j, before}};
+      if (std::find(conflicts_.begin(), conflicts_.end(), conflict) == conflicts_.end()) {
+        conflicts_.push_back(std::move(conflict));
+      }
+      break;
+    }
+  }
+}
+
+std::optional<std::string> Planner::HeldConflict(const Config& full) const {
+  for (const Config& c : conflicts_) {
+    bool held = true;
+    for (const auto& [k, v] : c.values()) {
+      const target::Knob* knob = catalog_.Find(k);
+      if (!knob || Effective(full, *knob) != v) {
+        held = false;
+        break;
+      }
+    }
+    if (held) return c.ToString();
+  }
   return std::nullopt;
 }
 
@@ -762,6 +816,7 @@ void Planner::Observe(const Observation& obs) {
   const Verdict v = obs.verdict;
   // A retry that launched explains the failure: the other retries of it are not needed.
   if (snapshot.origin == "retry" && Launched(v)) {
+    LearnConflict(snapshot, obs);
     for (IdeaNode& r : tree_.mutable_nodes()) {
       if (r.id == id || r.parent != snapshot.parent || r.origin != "retry" || !r.proposable()) continue;
       r.state = IdeaState::kPruned;
@@ -816,6 +871,10 @@ void Planner::Observe(const Observation& obs) {
     case Verdict::kLaunchFailed:
     case Verdict::kAccuracyFailed: {
       const bool launch = v == Verdict::kLaunchFailed;
+      if (launch && snapshot.kind == IdeaKind::kValue && ConfigurationExplains(obs.failure_kind) &&
+          !obs.config.empty()) {
+        failed_launches_.push_back(obs.config);
+      }
       n.state = IdeaState::kFailed;
       n.note = launch ? "launch failed" + (obs.failure_kind.empty() ? "" : ": " + obs.failure_kind)
                       : "accuracy gate failed";
@@ -894,6 +953,12 @@ std::string Planner::Save() const {
   j["ctx"] = {{"concurrency", ctx_.concurrency}, {"cpus", ctx_.cpus}, {"cores", ctx_.cores}, {"noise", ctx_.noise}};
   j["explorer"] = explorer_.Save();
   j["pending_full"] = pending_full_.values();
+  json failed = json::array();
+  for (const Config& c : failed_launches_) failed.push_back(c.values());
+  j["failed_launches"] = failed;
+  json conflicts = json::array();
+  for (const Config& c : conflicts_) conflicts.push_back(c.values());
+  j["conflicts"] = conflicts;
   return j.dump();
 }
 
@@ -952,6 +1017,10 @@ Status Planner::Load(const std::string& saved) {
     ctx_.noise = j.at("ctx").value("noise", options_.default_noise);
     HONE_TRY(explorer_.Load(j.value("explorer", std::string())));
     pending_full_ = ConfigOf(j.value("pending_full", json::object()));
+    failed_launches_.clear();
+    for (const json& c : j.value("failed_launches", json::array())) failed_launches_.push_back(ConfigOf(c));
+    conflicts_.clear();
+    for (const json& c : j.value("conflicts", json::array())) conflicts_.push_back(ConfigOf(c));
     return Ok();
   });
   if (!parsed) return Fail(parsed.error());
@@ -972,6 +1041,7 @@ std::string Planner::Describe() const {
   out += ctx_.headroom ? "; roofline headroom " + Num(*ctx_.headroom) : "; roofline headroom unknown";
   out += "\n";
   if (!stop_note_.empty()) out += "stopped: " + stop_note_ + "\n";
+  for (const Config& c : conflicts_) out += "learned launch conflict: " + c.ToString() + " (never proposed again)\n";
   out += tree_.Describe(3);
   return out;
 }

@@ -196,6 +196,17 @@ class Planner final : public Proposer {
   // (Observe), and the next failure of that knob is retried with the explaining value
   // alone first (`all` = false), the others only if that one fails too (`all` = true).
   void AddRetries(int failed_id, bool all = false);
+  // Launch conflicts learned this session. A value that failed to launch and launched
+  // in a retry with another value of a partner knob names a conflict: the value with
+  // the partner's value in the failed configuration (cache_type_k=q8_0 with
+  // flash_attn=on). Like a catalog conflict, a configuration that holds one is never
+  // proposed again: a tree idea waits until the incumbent moves, an exploration draw is
+  // redrawn (TPE learns it as a failure without a trial). Learned from failures a
+  // configuration explains (not a port race, a model that does not load or a flag the
+  // engine rejects, which prunes the knob).
+  void LearnConflict(const IdeaNode& retry, const Observation& obs);
+  // The learned conflict `full` holds ("cache_type_k=q8_0 flash_attn=on"), or nothing.
+  std::optional<std::string> HeldConflict(const Config& full) const;
   int FindProposed(const Observation& obs) const;
   // An observation of a candidate this planner did not propose (the warm replay of a
   // knowledge-base recipe): when it changed one knob of the current incumbent, the
@@ -223,6 +234,10 @@ class Planner final : public Proposer {
   std::string stop_note_;
   TpeProposer explorer_;
   Config pending_full_;  // the configuration of the pending proposal
+  // Full configurations whose value idea failed to launch (a retry names the partner's
+  // value from them), and the conflicts learned (each a sub-configuration).
+  std::vector<Config> failed_launches_;
+  std::vector<Config> conflicts_;
 };
 
 // The proposer a session's `search.strategy` names: planner, random or grid.

@@ -675,6 +675,44 @@ TEST_F(PlannerTest, ARetryThatLaunchedExplainsTheKnobsNextFailure) {
   for (size_t k = 1; k < under.size(); ++k) EXPECT_EQ(under[k]->state, IdeaState::kOpen) << under[k]->key;
 }
 
+// A retry that launched names a conflict (kv=q8_0 fails with ubatch=512, launches with
+// 64): no later candidate of the tree or the explorer holds it, and the conflict
+// survives a save and load. The world: kv=q8_0 with ubatch=512 never launches.
+TEST_F(PlannerTest, ALearnedLaunchConflictIsNeverProposedAgain) {
+  PlannerOptions o{.domain = {.only = {"kv", "ubatch", "threads"}}, .protocol = MeasurementProtocol{}, .seed = 3};
+  ctx_.noise_floor = 0.25;  // explorations too
+  auto p = Make(o);
+  auto holds = [&](const Config& full) { return full.GetOr("kv", "f16") == "q8_0" && full.GetOr("ubatch", "512") == "512"; };
+  bool learned = false;
+  int failures_after = 0, launched_after = 0, restored = 0;
+  for (int i = 0; i < 60; ++i) {
+    auto c = p->Next(ctx_);
+    if (!c) break;
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (holds(full)) {
+      failures_after += learned;
+      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "context_create"});
+    } else {
+      if (c->idea.starts_with("retry:kv=q8_0")) learned = true;
+      launched_after += learned;
+      const bool keep = c->idea.starts_with("retry:kv=q8_0");
+      if (keep) ctx_.best = full;
+      p->Observe({*c, full, keep ? Verdict::kKeep : Verdict::kRevert, keep ? 0.5 : -0.2, ""});
+    }
+    if (learned && restored++ == 0) {
+      // Through a save and load (a resumed session): the conflict holds there too.
+      auto q = Make(o);
+      ASSERT_OK(q->Load(p->Save()));
+      p = std::move(q);
+    }
+  }
+  ASSERT_TRUE(learned);
+  EXPECT_GT(launched_after, 5);
+  EXPECT_EQ(failures_after, 0);
+  EXPECT_NE(p->Describe().find("learned launch conflict: kv=q8_0 ubatch=512"), std::string::npos) << p->Describe();
+}
+
 // Under a keep threshold no single knob is expected to clear (a 40% A/A floor), the
 // planner draws a multi-knob move from TPE instead of a single value; under a low floor
 // it proposes single values. A multi-knob move that lost moves its members' beliefs.
