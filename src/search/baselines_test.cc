@@ -295,5 +295,39 @@ TEST_F(BaselinesTest, TpeScoresFailuresBelowEverythingMeasured) {
   EXPECT_LE(z_late, 3);
 }
 
+// A configuration whose own run served nothing valid (a stalled server: INVALID with
+// the no-valid-run kind) is a failure to TPE like a launch failure; an INVALID that
+// says nothing about the candidate (the incumbent's trial failed) is no evidence.
+TEST_F(BaselinesTest, TpeLearnsFromAConfigurationThatStalledTheServer) {
+  ResponseSurface s = Surface(0.0);
+  auto run = [&](const std::string& failure_kind, int* z_late) {
+    TpeProposer tpe(catalog_, AxesOf(s), 5, TpeOptions{.startup = 8});
+    ProposalContext ctx = AtStock(s);
+    *z_late = 0;
+    for (int i = 0; i < 16; ++i) {
+      auto c = tpe.Next(ctx);
+      if (!c) break;
+      Config full = ctx.best.Merged(c->delta);
+      ctx.tried.insert(full.Hash());
+      bool z = full.GetOr("b", "") == "z";
+      if (i >= 8 && z) ++*z_late;  // after the 8 random start-up draws
+      if (z) {
+        tpe.Observe({*c, full, Verdict::kInvalid, 0, failure_kind});
+      } else {
+        tpe.Observe({*c, full, Verdict::kRevert, s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1, ""});
+      }
+    }
+    return tpe.Describe();
+  };
+  int stalled_late = 0, other_late = 0;
+  const std::string stalled = run("invalid: no token arrived inside the measurement window", &stalled_late);
+  const std::string other = run("", &other_late);
+  EXPECT_LE(stalled_late, 1) << stalled;
+  EXPECT_GT(other_late, stalled_late) << other;
+  // Every stalled configuration is a measured (failed) point; the other INVALIDs are none.
+  EXPECT_NE(stalled.find("16 measured"), std::string::npos) << stalled;
+  EXPECT_EQ(other.find("16 measured"), std::string::npos) << other;
+}
+
 }  // namespace
 }  // namespace hone::search

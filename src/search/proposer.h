@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.h"
@@ -53,12 +54,20 @@ struct ProposalContext {
   std::optional<double> noise_floor;
 };
 
+// The failure_kind of an INVALID candidate whose own run served no valid measurement
+// ("invalid: no token arrived inside the measurement window": a stalled server), as a
+// session reports it and a surface records it. Other INVALIDs (the incumbent's trial
+// failed, a faulted run) leave failure_kind empty: they say nothing about the candidate.
+inline constexpr std::string_view kNoValidRunPrefix = "invalid: ";
+
 struct Observation {
   Candidate candidate;
   Config config;
   Verdict verdict = Verdict::kPending;  // the candidate's final verdict (core/verdict.h)
   double gain = 0;
   std::string failure_kind;
+  // The candidate's own run served no valid measurement (see kNoValidRunPrefix).
+  bool no_valid_run() const { return verdict == Verdict::kInvalid && failure_kind.starts_with(kNoValidRunPrefix); }
 };
 
 class Proposer {

@@ -25,6 +25,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "search/proposer.h"
 #include "target/catalog.h"
 
 namespace hone::search {
@@ -60,7 +61,7 @@ struct SurfacePoint {
   // It launched but served no valid measurement (failure_kind "invalid: <reason>", e.g. a
   // stalled server), as opposed to a launch failure.
   bool no_valid_run() const { return failure_kind.starts_with(kInvalidRunPrefix); }
-  static constexpr std::string_view kInvalidRunPrefix = "invalid: ";
+  static constexpr std::string_view kInvalidRunPrefix = kNoValidRunPrefix;
   bool accuracy_ok() const { return !accuracy || accuracy->passed; }
   double mean() const;           // 0 without samples
 };

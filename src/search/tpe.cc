@@ -208,8 +208,13 @@ void TpeProposer::Add(Point p, const Observation& obs) {
     case Verdict::kBuildFailed:
       p.failed = true;
       break;
-    case Verdict::kPending:
     case Verdict::kInvalid:
+      // A configuration whose own run served nothing valid (a stalled server) is a
+      // failure like a launch's; another INVALID (the incumbent's trial failed) is none.
+      if (!obs.no_valid_run()) return;
+      p.failed = true;
+      break;
+    case Verdict::kPending:
     case Verdict::kSkippedBudget:
     case Verdict::kPatchFailed:
     case Verdict::kPatchRejected:

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/strings.h"
+#include "search/proposer.h"
 
 namespace hone::session {
 
@@ -128,6 +129,14 @@ Veto TrialVeto(const measure::TrialOutcome& o) {
   if (!o.valid) return {VetoKind::kInvalidRun, o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]};
   HONE_CHECK(!o.slo_ok);
   return {VetoKind::kSloViolated, o.slo_violations.empty() ? "" : o.slo_violations[0]};
+}
+
+std::string CandidateFailureKind(const measure::TrialOutcome& o) {
+  if (!o.launched) return o.failure_kind;
+  if (o.faults.empty() && !o.valid) {
+    return std::string(search::kNoValidRunPrefix) + (o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
+  }
+  return "";
 }
 
 namespace {

@@ -355,6 +355,28 @@ TEST_F(CoordinatorTest, FaultedTrialsAreRetriedOnceAndNeverKept) {
   EXPECT_NE(t.candidates[0].reason.find("faulted"), std::string::npos) << t.candidates[0].reason;
   EXPECT_TRUE(t.BestIsStock());
   EXPECT_EQ(closer_.calls, 2);
+  // A fault says nothing about the configuration: the proposer is not told it failed.
+  ASSERT_EQ(q.observations.size(), 1u);
+  EXPECT_FALSE(q.observations[0].no_valid_run());
+  EXPECT_EQ(t.candidates[0].failure_kind, "");
+}
+
+// A configuration whose own run serves nothing valid (a stalled server) is INVALID, and
+// its record and the proposer's observation say so ("invalid: <reason>"): the search
+// learns it as a failure of the configuration (TPE, tpe.cc), unlike a fault or a failed
+// incumbent trial.
+TEST_F(CoordinatorTest, AConfigurationThatStallsTheServerIsReportedToTheSearchAsItsFailure) {
+  exec_.stalls = {"speed=stall"};
+  exec_.factors = {{"speed=fast", 1.5}};
+  ListProposer p({"speed=stall", "speed=fast"});
+  SessionState s = Run(Spec(), &p);
+  ASSERT_EQ(s.candidates.size(), 2u);
+  EXPECT_EQ(s.candidates[0].verdict, Verdict::kInvalid);
+  EXPECT_EQ(s.candidates[0].failure_kind, "invalid: no token arrived inside the measurement window");
+  ASSERT_EQ(p.observations.size(), 2u);
+  EXPECT_TRUE(p.observations[0].no_valid_run());
+  EXPECT_EQ(s.candidates[1].verdict, Verdict::kKeep) << s.candidates[1].reason;
+  EXPECT_FALSE(p.observations[1].no_valid_run());
 }
 
 // A full disk under the run directory stops the session with the error (it is not a

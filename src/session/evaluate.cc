@@ -69,7 +69,7 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
                           ledger_.RunTrial(TrialRole::kScreen, c.config, point, c.server_binary));
     c.screen_trial = o.id;
     if (!o.launched || !o.valid) {
-      c.failure_kind = o.failure_kind;
+      c.failure_kind = CandidateFailureKind(o);
       e.vetoes.push_back(TrialVeto(o));
       return Ok();
     }
@@ -159,7 +159,7 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
     c.pairs = judged->pairs;
     c.reason = judged->reason;
   }
-  if (e.comparison->end == ComparisonEnd::kFailedB) c.failure_kind = e.comparison->failed->failure_kind;
+  if (e.comparison->end == ComparisonEnd::kFailedB) c.failure_kind = CandidateFailureKind(*e.comparison->failed);
   // Only a verdict the pairs reached goes on (a failed trial or an SLO already decided).
   const bool judged = e.comparison->judged &&
                       (e.comparison->end == ComparisonEnd::kComplete || e.comparison->end == ComparisonEnd::kBudget);

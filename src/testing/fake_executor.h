@@ -39,6 +39,7 @@ class FakeExecutor final : public measure::TrialExecutor {
   std::vector<measure::TrialRequest> ran;
   int accuracy_checks = 0;
   std::vector<std::string> invalid_trials;       // trial ids that run but are invalid
+  std::vector<std::string> stalls;               // "knob=value" whose runs serve no token (invalid)
   // Trials whose server misbehaves: faulted, with a bogus objective ten times the base.
   std::function<bool(const measure::TrialRequest&)> fault_if;
   // Trials that fail as infrastructure (an error, not an outcome), e.g. a full disk.
@@ -93,6 +94,14 @@ class FakeExecutor final : public measure::TrialExecutor {
       o.objective = base * 10;  // what a stalled incumbent would make a candidate look like
       HONE_TRY(measure::WriteTrialOutcome(o));
       return o;
+    }
+    for (const auto& [k, v] : req.config.values()) {
+      if (std::find(stalls.begin(), stalls.end(), k + "=" + v) != stalls.end()) {
+        o.valid = false;
+        o.invalid_reasons = {"no token arrived inside the measurement window"};
+        HONE_TRY(measure::WriteTrialOutcome(o));
+        return o;
+      }
     }
     if (std::find(invalid_trials.begin(), invalid_trials.end(), req.id) != invalid_trials.end()) {
       o.valid = false;
@@ -166,7 +175,10 @@ class ListProposer final : public search::Proposer {
     }
     return std::nullopt;
   }
-  void Observe(const search::Observation& obs) override { observed.push_back(obs.candidate.idea + ":" + std::string(VerdictName(obs.verdict))); }
+  void Observe(const search::Observation& obs) override {
+    observed.push_back(obs.candidate.idea + ":" + std::string(VerdictName(obs.verdict)));
+    observations.push_back(obs);
+  }
   std::string Save() const override { return std::to_string(next_); }
   Status Load(const std::string& s) override {
     next_ = static_cast<size_t>(ParseInt(s).value_or(0));
@@ -174,6 +186,7 @@ class ListProposer final : public search::Proposer {
   }
   std::string Describe() const override { return "list"; }
   std::vector<std::string> observed;
+  std::vector<search::Observation> observations;
 
  private:
   std::vector<std::string> ideas_;
