@@ -23,7 +23,9 @@
 // (neighbouring numeric values; new in-between values when the domain is not fixed) and
 // re-opens rejected ideas of interacting knobs; REVERT/INCONCLUSIVE record the effect
 // (the model learns from losers too); LAUNCH_FAILED and ACCURACY_FAILED fail the idea
-// and penalize the knob (bad_flag/unsupported prune the whole knob); a knowledge-base
+// and penalize the knob (bad_flag/unsupported prune the whole knob; a retry with another
+// value of an interacting knob that launches names a launch conflict no later candidate
+// may hold, LearnConflict below); a knowledge-base
 // bad_flag prior prunes the value before it is ever tried. A candidate whose full
 // configuration the catalog rejects (a conflict) is pruned, never proposed. Next()
 // returns nothing once the best remaining expected gain is below min_expected_gain.
