@@ -40,6 +40,11 @@ struct Hardware {
   std::map<std::string, double> measured_peak_flops;  // measured, FLOP/s per dtype
   std::optional<double> measured_memory_bw_bytes_per_s;
   std::string measured_source;                        // how the measured values were taken
+  // A CPU host's last-level cache and its read bandwidth, both probed (never from the
+  // table): a step's bytes up to the cache's size may be served from it (roofline.h).
+  // 0: unknown (the memory ceiling is the DRAM bandwidth alone).
+  double llc_bytes = 0;
+  double llc_bw_bytes_per_s = 0;
 
   // Effective ceilings: measured where known, else datasheet. The dtype falls back
   // to the nearest one the device lists (fp8 -> fp16 on a device without fp8, since

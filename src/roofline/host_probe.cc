@@ -4,10 +4,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <new>
 #include <thread>
 #include <vector>
+
+#include "core/strings.h"
+#include "sys/files.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -262,6 +266,52 @@ Result<double> MeasureReadBandwidth(const BandwidthProbe& probe) {
 Hardware WithMeasuredBandwidth(Hardware hw, double bytes_per_s, const std::string& source) {
   hw.measured_memory_bw_bytes_per_s = bytes_per_s;
   hw.measured_source = hw.measured_source.empty() ? source : source + "; other ceilings: " + hw.measured_source;
+  return hw;
+}
+
+double LastLevelCacheBytes(const std::string& sysfs_cpu) {
+  double best = 0;
+  int best_level = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(sysfs_cpu, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with("index")) continue;
+    auto read = [&](const char* file) -> std::string {
+      auto text = sys::ReadFile((entry.path() / file).string());
+      return text ? std::string(Trim(*text)) : std::string();
+    };
+    const std::string type = read("type");
+    if (type != "Data" && type != "Unified") continue;
+    const int level = static_cast<int>(ParseInt(read("level")).value_or(0));
+    // "307200K", "32M", or bytes.
+    std::string size = read("size");
+    double unit = 1;
+    if (!size.empty() && (size.back() == 'K' || size.back() == 'M' || size.back() == 'G')) {
+      unit = size.back() == 'K' ? 1024.0 : size.back() == 'M' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
+      size.pop_back();
+    }
+    const double bytes = static_cast<double>(ParseInt(size).value_or(0)) * unit;
+    if (bytes > 0 && level > best_level) {
+      best_level = level;
+      best = bytes;
+    }
+  }
+  return best;
+}
+
+Result<double> MeasureCacheBandwidth(double llc_bytes, int threads) {
+  const double array = llc_bytes / 4;
+  if (!(array >= static_cast<double>(size_t{1} << 20))) {
+    return FailedPrecondition("cache bandwidth probe: the last-level cache is too small to probe");
+  }
+  // Many passes of a small array: each takes a few milliseconds.
+  return MeasureReadBandwidth({.threads = threads, .bytes = static_cast<size_t>(array), .passes = 20});
+}
+
+Hardware WithMeasuredCache(Hardware hw, double llc_bytes, double bytes_per_s, const std::string& source) {
+  hw.llc_bytes = llc_bytes;
+  hw.llc_bw_bytes_per_s = bytes_per_s;
+  hw.measured_source = hw.measured_source.empty() ? source : hw.measured_source + "; " + source;
   return hw;
 }
 

@@ -34,6 +34,18 @@ uint64_t ProbeSum(const uint64_t* p, size_t n);
 // `hw` with its measured bandwidth replaced by `bytes_per_s` (and the source noted).
 Hardware WithMeasuredBandwidth(Hardware hw, double bytes_per_s, const std::string& source);
 
+// The last-level cache of CPU 0 in bytes (sysfs: the highest-level data or unified
+// cache), or 0 when the host does not say.
+double LastLevelCacheBytes(const std::string& sysfs_cpu = "/sys/devices/system/cpu/cpu0/cache");
+
+// The read bandwidth from the last-level cache: the bandwidth probe on an array of a
+// quarter of the cache (resident after the untimed pass, with room for whatever else
+// shares the cache). kFailedPrecondition when the cache is too small to probe (< 4 MiB).
+Result<double> MeasureCacheBandwidth(double llc_bytes, int threads);
+
+// `hw` with its last-level cache and that cache's bandwidth (and the source noted).
+Hardware WithMeasuredCache(Hardware hw, double llc_bytes, double bytes_per_s, const std::string& source);
+
 // The compute ceilings the way ggml uses a CPU: fp32 fused multiply-adds (f16 weights
 // are converted and multiplied in fp32) and int8 dot products (q8_0/q4_0 weights),
 // each with the widest instructions this CPU has (AVX-512 / AVX2+FMA, AVX-512 VNNI /

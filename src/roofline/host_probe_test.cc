@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sys/files.h"
 #include "testing/test_util.h"
 
 namespace hone::roofline {
@@ -50,6 +51,34 @@ TEST(HostProbeTest, TheMeasuredFigureOverridesTheTable) {
   EXPECT_DOUBLE_EQ(hw.MemoryBandwidth(), 20e9);
   EXPECT_NE(probed.measured_source.find("read probe"), std::string::npos);
   EXPECT_NE(probed.measured_source.find("fma microbenchmark"), std::string::npos);
+}
+
+// The last-level cache is the highest-level data or unified cache sysfs lists
+// (instruction caches are not); sizes in K, M or bytes.
+TEST(HostProbeTest, TheLastLevelCacheIsTheHighestDataCache) {
+  ASSERT_OK_AND_ASSIGN(auto dir, sys::TempDir::Create("hone-llc"));
+  auto index = [&](int i, const std::string& type, int level, const std::string& size) {
+    const auto d = dir->path() / ("index" + std::to_string(i));
+    ASSERT_OK(sys::EnsureDir(d.string()));
+    ASSERT_OK(sys::WriteFileAtomic(d / "type", type + "\n"));
+    ASSERT_OK(sys::WriteFileAtomic(d / "level", std::to_string(level) + "\n"));
+    ASSERT_OK(sys::WriteFileAtomic(d / "size", size + "\n"));
+  };
+  index(0, "Data", 1, "48K");
+  index(1, "Instruction", 1, "32K");
+  index(2, "Unified", 2, "2048K");
+  index(3, "Unified", 3, "307200K");
+  EXPECT_DOUBLE_EQ(LastLevelCacheBytes(dir->path().string()), 307200.0 * 1024);
+  index(4, "Instruction", 4, "512M");  // not a data cache
+  EXPECT_DOUBLE_EQ(LastLevelCacheBytes(dir->path().string()), 307200.0 * 1024);
+  EXPECT_EQ(LastLevelCacheBytes((dir->path() / "missing").string()), 0);
+  // This host's, when it says: a cache large enough to probe reads at a positive rate.
+  const double llc = LastLevelCacheBytes();
+  if (llc >= 4.0 * (1 << 20)) {
+    ASSERT_OK_AND_ASSIGN(double bw, MeasureCacheBandwidth(llc, 1));
+    EXPECT_GT(bw, 0);
+  }
+  EXPECT_EQ(MeasureCacheBandwidth(1 << 20, 1).error().code, ErrorCode::kFailedPrecondition);
 }
 
 TEST(HostProbeTest, MeasuresComputePeaksWithTheWidestInstructions) {

@@ -20,11 +20,19 @@ std::string_view BoundClassName(BoundClass c) {
 
 namespace {
 
+std::string Fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
 // The model and device after the operating point's overrides, with per-system rates.
 struct Setup {
   ModelSpec model;
   double peak = 0;  // FLOP/s, all devices
   double bw = 0;    // B/s, all devices
+  double llc_bytes = 0;  // a CPU's last-level cache (0: none known)
+  double llc_bw = 0;     // its read bandwidth, B/s
   double devices = 1;
   std::vector<std::string> notes;
 };
@@ -61,6 +69,16 @@ Result<Setup> Prepare(const Hardware& hw, const ModelSpec& model, const Operatin
   s.devices = static_cast<double>(p.num_devices);
   s.peak = *peak * s.devices;
   s.bw = hw.MemoryBandwidth() * s.devices;
+  if (hw.llc_bytes > 0 && hw.llc_bw_bytes_per_s > s.bw / s.devices) {
+    s.llc_bytes = hw.llc_bytes * s.devices;
+    s.llc_bw = hw.llc_bw_bytes_per_s * s.devices;
+    char note[192];
+    std::snprintf(note, sizeof note,
+                  "last-level cache %.0f MiB at %.1f GB/s: a step's bytes up to its size are bounded by the cache's "
+                  "bandwidth, the rest by memory's",
+                  hw.llc_bytes / (1 << 20), hw.llc_bw_bytes_per_s / 1e9);
+    s.notes.push_back(note);
+  }
   if (hw.HasMeasured()) s.notes.push_back("measured ceilings: " + hw.measured_source);
   if (p.num_devices > 1) s.notes.push_back("tensor parallel over " + std::to_string(p.num_devices) +
                                            " devices, communication ignored");
@@ -75,12 +93,21 @@ Result<Setup> Prepare(const Hardware& hw, const ModelSpec& model, const Operatin
   return s;
 }
 
+// The least time a step that reads `bytes` spends on memory traffic: at best its first
+// llc_bytes come from the last-level cache (a working set that fits stays resident from
+// step to step), the rest from memory. Without a known cache: bytes / bandwidth.
+double MemorySeconds(const Setup& s, double bytes) {
+  if (s.llc_bytes <= 0) return bytes / s.bw;
+  const double cached = std::min(bytes, s.llc_bytes);
+  return cached / s.llc_bw + (bytes - cached) / s.bw;
+}
+
 PhaseBound MakePhase(double flops, double bytes, const Setup& s) {
   PhaseBound b;
   b.flops = flops;
   b.bytes = bytes;
   b.compute_s = flops / s.peak;
-  b.memory_s = bytes / s.bw;
+  b.memory_s = MemorySeconds(s, bytes);
   b.time_s = std::max(b.compute_s, b.memory_s);
   b.limiter = b.compute_s >= b.memory_s ? BoundClass::kCompute : BoundClass::kMemoryBandwidth;
   return b;
@@ -114,12 +141,6 @@ double KvBytesPerTokenPerDevice(const ModelSpec& m, int64_t devices) {
   if (m.attention == AttentionKind::kMla || devices <= 1) return m.KvBytesPerToken();
   double shards = static_cast<double>(std::min<int64_t>(devices, m.num_kv_heads));
   return m.KvBytesPerToken() / shards;
-}
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
 }
 
 }  // namespace
@@ -188,11 +209,12 @@ Result<Bounds> Analyze(const Hardware& hw, const ModelSpec& model, const Operati
   // max(all FLOPs / peak, all bytes / bandwidth).
   PhaseBound batch_prefill = Prefill(s, batch, fresh, cached);
   double decode_flops = osl * b.decode.flops;
-  double decode_bytes = osl * b.decode.bytes;
   double prefill_kv_bytes = batch * (isl)*m.KvBytesPerToken();
   double total_flops = batch_prefill.flops + decode_flops;
-  double total_bytes = decode_bytes + prefill_kv_bytes;
-  double round_s = std::max(total_flops / s.peak, total_bytes / s.bw);
+  // Each decode step's bytes as one step (MemorySeconds), the prefills' KV writes at
+  // memory's bandwidth.
+  double round_memory_s = osl * b.decode.memory_s + prefill_kv_bytes / s.bw;
+  double round_s = std::max(total_flops / s.peak, round_memory_s);
   double serial_s = batch_prefill.time_s + osl * b.decode.time_s;
   b.output_tok_s = batch * osl / round_s;
   b.total_tok_s = batch * (isl + osl) / round_s;
@@ -204,7 +226,7 @@ Result<Bounds> Analyze(const Hardware& hw, const ModelSpec& model, const Operati
                       std::to_string(point.isl + point.osl) + " tokens; concurrency " +
                       std::to_string(point.concurrency) + " queues");
   } else {
-    b.limiter = total_flops / s.peak >= total_bytes / s.bw ? BoundClass::kCompute : BoundClass::kMemoryBandwidth;
+    b.limiter = total_flops / s.peak >= round_memory_s ? BoundClass::kCompute : BoundClass::kMemoryBandwidth;
   }
   if (m.is_moe()) b.notes.push_back("MoE: experts touched per step assume uniform routing");
   if (cached > 0) b.notes.push_back(Fmt("%.0f%% of each prompt served by the prefix cache", point.cached_prefix_fraction * 100));

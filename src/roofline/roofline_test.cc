@@ -49,6 +49,46 @@ TEST_F(RooflineTest, SingleStreamDecodeIsBandwidthBound) {
   EXPECT_LT(d.intensity(), 2);  // ~1 FLOP per byte: far left of the ridge (250 FLOP/B)
 }
 
+// A CPU host's probed last-level cache: a step's bytes up to its size are bounded by the
+// cache's bandwidth, the rest by memory's. A model that fits is bounded by the cache
+// alone; a larger one by the split; a host without a known cache (or whose cache probe
+// read no faster than memory) by memory alone.
+TEST_F(RooflineTest, ALastLevelCacheBoundsTheBytesThatFitInIt) {
+  ASSERT_OK_AND_ASSIGN(auto table, HardwareTable::Parse(R"(devices:
+  - {id: cpu2, kind: cpu, peak_tflops: {fp32: 0.3, fp16: 0.3, bf16: 0.3, int8: 0.6}, memory_bw_gbs: 20, memory_gb: 24}
+)", "table.yaml"));
+  ASSERT_OK_AND_ASSIGN(Hardware plain, table.Find("cpu2"));
+  Hardware cpu = plain;
+  cpu.llc_bytes = 300.0 * (1 << 20);
+  cpu.llc_bw_bytes_per_s = 80e9;
+  ASSERT_OK_AND_ASSIGN(ModelSpec small, ModelSpecFromHfConfigText(
+                                            R"({"hidden_size": 512, "intermediate_size": 1536, "num_attention_heads": 8,
+                                                "num_hidden_layers": 8, "num_key_value_heads": 8, "vocab_size": 32000,
+                                                "torch_dtype": "float16"})",
+                                            "config.json"));
+  ASSERT_OK_AND_ASSIGN(PhaseBound fits, DecodeBound(cpu, small, 1, 128));
+  ASSERT_LT(fits.bytes, cpu.llc_bytes);
+  EXPECT_DOUBLE_EQ(fits.memory_s, fits.bytes / 80e9);
+  ASSERT_OK_AND_ASSIGN(PhaseBound from_memory, DecodeBound(plain, small, 1, 128));
+  EXPECT_DOUBLE_EQ(from_memory.memory_s, fits.bytes / 20e9);
+  // The 8B model (15 GB a step) mostly from memory: 300 MiB of it from the cache.
+  ASSERT_OK_AND_ASSIGN(PhaseBound big, DecodeBound(cpu, llama_, 1, 1024));
+  EXPECT_DOUBLE_EQ(big.memory_s, cpu.llc_bytes / 80e9 + (big.bytes - cpu.llc_bytes) / 20e9);
+  // A cache probe no faster than memory is ignored.
+  Hardware slow = cpu;
+  slow.llc_bw_bytes_per_s = 15e9;
+  ASSERT_OK_AND_ASSIGN(PhaseBound ignored, DecodeBound(slow, small, 1, 128));
+  EXPECT_DOUBLE_EQ(ignored.memory_s, fits.bytes / 20e9);
+  // The workload bound rises with it, and says why.
+  OperatingPoint point{.concurrency = 1, .isl = 64, .osl = 64};
+  ASSERT_OK_AND_ASSIGN(Bounds with, Analyze(cpu, small, point));
+  ASSERT_OK_AND_ASSIGN(Bounds without, Analyze(plain, small, point));
+  EXPECT_GT(with.output_tok_s, 3 * without.output_tok_s);
+  bool noted = false;
+  for (const std::string& n : with.notes) noted = noted || n.starts_with("last-level cache 300 MiB at 80.0 GB/s");
+  EXPECT_TRUE(noted);
+}
+
 TEST_F(RooflineTest, LargeBatchesAndLongPromptsAreComputeBound) {
   ASSERT_OK_AND_ASSIGN(PhaseBound d, DecodeBound(gpu_, llama_, 1024, 64));
   EXPECT_EQ(d.limiter, BoundClass::kCompute);

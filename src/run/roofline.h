@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "core/config.h"
 #include "core/error.h"
@@ -29,6 +30,8 @@ using RooflineHook =
 struct CeilingProbes {
   std::function<Result<double>(int threads)> read_bandwidth;
   std::function<Result<roofline::ComputePeaks>(int threads)> cpu_compute;
+  // The last-level cache: its size in bytes and its read bandwidth (bytes/s).
+  std::function<Result<std::pair<double, double>>(int threads)> cpu_cache;
   std::function<Result<roofline::GpuCeilings>()> gpu;
 };
 CeilingProbes RealCeilingProbes(const RunContext& ctx);

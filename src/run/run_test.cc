@@ -342,6 +342,18 @@ TEST_F(RunTest, ProbedCeilingsReplaceTheTablesAndTheHookNamesThem) {
   EXPECT_EQ(note->summary.rfind("epyc-zen3-2vcpu (probed 33.0 GB/s, 250 GFLOP/s fp32, 900 GOP/s int8): ", 0), 0u)
       << note->summary;
   EXPECT_GT(note->ratio, 0);
+  // With the last-level cache probed (256 MiB at 100 GB/s), the model (a few MB) is
+  // bounded by the cache's bandwidth: the same measurement sits lower under the bound.
+  probes.cpu_cache = [](int) -> Result<std::pair<double, double>> { return std::make_pair(256.0 * (1 << 20), 100e9); };
+  roofline::Hardware cached = WithProbedCeilings(cpu, m, probes);
+  EXPECT_DOUBLE_EQ(cached.llc_bytes, 256.0 * (1 << 20));
+  ASSERT_OK_AND_ASSIGN(auto cached_note, MakeRooflineHook(cached, model, spec_)(Config{}, 500, 100));
+  EXPECT_EQ(cached_note.summary.rfind(
+                "epyc-zen3-2vcpu (probed 33.0 GB/s, 250 GFLOP/s fp32, 900 GOP/s int8, 256 MiB LLC at 100.0 GB/s): ", 0),
+            0u)
+      << cached_note.summary;
+  EXPECT_LT(cached_note.ratio, note->ratio);
+  probes.cpu_cache = nullptr;
   // A broken table stops the wiring naming the file.
   ctx_.data_dir = DataDirWith("data/hardware.yaml", "devices: [\n");
   auto bad = BuildRoofline(spec_, spec_.target.model.path, m, ctx_, probes);
