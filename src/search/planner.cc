@@ -408,7 +408,6 @@ void Planner::AttributeEffect(const Config& resolved, double log_gain) {
 
 namespace {
 
-// The verdicts of a candidate whose server started.
 // A launch failure a configuration can explain (not a port race, a model that does not
 // load, a health timeout or a flag the engine rejects).
 bool ConfigurationExplains(const std::string& failure_kind) {
@@ -416,6 +415,7 @@ bool ConfigurationExplains(const std::string& failure_kind) {
          failure_kind == "exited";
 }
 
+// The verdicts of a candidate whose server started.
 bool Launched(Verdict v) {
   return v == Verdict::kKeep || v == Verdict::kRevert || v == Verdict::kInconclusive ||
          v == Verdict::kScreenedOut || v == Verdict::kAccuracyFailed;
