@@ -220,9 +220,12 @@ TEST_F(ServerExecutorSlowTest, AKldRunWhoseLogLostItsStatisticsIsRepeated) {
   ASSERT_TRUE(q4.kld_mean.has_value()) << q4.detail;
   EXPECT_GT(*q4.kld_mean, 0);
   EXPECT_FALSE(q4.passed) << q4.detail;
-  // The stock's own ratio (the run that lost its log) and q4_0's: three KLD runs.
+  // The stock's own ratio (the run that lost its log, then its repeat) and q4_0's: at
+  // least three KLD runs. Under load a real run can lose its statistics as well and be
+  // repeated too (CI at 085fff2 counted four), up to three runs per check.
   ASSERT_OK_AND_ASSIGN(std::string lines, sys::ReadFile(runs));
-  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 3) << lines;
+  EXPECT_GE(std::count(lines.begin(), lines.end(), '\n'), 3) << lines;
+  EXPECT_LE(std::count(lines.begin(), lines.end(), '\n'), 6) << lines;
 }
 
 }  // namespace
