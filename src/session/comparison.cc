@@ -132,11 +132,12 @@ Veto TrialVeto(const measure::TrialOutcome& o) {
 }
 
 std::string CandidateFailureKind(const measure::TrialOutcome& o) {
-  if (!o.launched) return o.failure_kind;
-  if (o.faults.empty() && !o.valid) {
-    return std::string(search::kNoValidRunPrefix) + (o.invalid_reasons.empty() ? "invalid run" : o.invalid_reasons[0]);
+  const Veto v = TrialVeto(o);
+  switch (v.kind) {
+    case VetoKind::kLaunchFailed: return o.failure_kind;
+    case VetoKind::kInvalidRun: return std::string(search::kNoValidRunPrefix) + v.reason;
+    default: return "";  // a fault or an SLO violation says nothing about the configuration
   }
-  return "";
 }
 
 namespace {

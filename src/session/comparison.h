@@ -162,10 +162,10 @@ struct Decision {
 // valid, so it never reaches a verdict's values.
 Veto TrialVeto(const measure::TrialOutcome& o);
 
-// The failure kind a failed candidate trial gives its candidate (CandidateRecord,
-// search::Observation): the launch failure's kind; for a run that launched and served
-// no valid measurement (not faulted), search::kNoValidRunPrefix and the first reason;
-// empty otherwise (a fault, an SLO violation).
+// The failure kind a failed candidate trial (one TrialVeto accepts) gives its candidate
+// (CandidateRecord, search::Observation), from the trial's veto: the launch failure's
+// kind; for an invalid run (VetoKind::kInvalidRun), search::kNoValidRunPrefix and the
+// veto's reason; empty otherwise (a fault, an SLO violation).
 std::string CandidateFailureKind(const measure::TrialOutcome& o);
 
 // The one place a verdict is decided. `comparison` is the paired comparison's result
