@@ -26,6 +26,7 @@
 #include "core/strings.h"
 #include "lab/compare.h"
 #include "lab/false_keeps.h"
+#include "lab/record.h"
 #include "search/heuristics.h"
 #include "search/surface.h"
 #include "sys/files.h"
@@ -290,42 +291,29 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     }
     search::SurfacePoint& p = surface.mutable_points()[step.point];
     if (p.failed() || p.samples.size() >= step.wanted) continue;
-    measure::TrialRequest req;
-    char id_buf[16];
-    std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
-    req.id = id_buf;
-    req.role = measure::TrialRole::kSurface;
-    req.config = p.config;
-    req.point = point;
-    auto [quiet, load] = o.quiet >= 0 ? WaitForQuiet(clock, o.quiet, o.quiet_wait_s)
-                                      : std::make_pair(false, sys::ReadHostLoad().value_or(sys::HostLoad{}).load_1min);
-    AddLoad(info, load, quiet);
-    auto outcome = w.executor->Run(req);
+    lab::PointTrialOptions pt;
+    pt.point = point;
+    pt.concurrency = spec->workload.concurrency;
+    pt.osl = static_cast<double>(spec->workload.osl);
+    pt.next_id = [&] {
+      char id_buf[16];
+      std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
+      return std::string(id_buf);
+    };
+    pt.before = [&] {
+      auto [quiet, load] = o.quiet >= 0 ? WaitForQuiet(clock, o.quiet, o.quiet_wait_s)
+                                        : std::make_pair(false, sys::ReadHostLoad().value_or(sys::HostLoad{}).load_1min);
+      AddLoad(info, load, quiet);
+    };
+    pt.on_fault = [&](const measure::TrialOutcome& f, bool again) {
+      std::printf("[%5.0fs] %s %-60s faulted (%s)%s\n", clock.MonoSeconds() - start, f.id.c_str(),
+                  p.config.ToString().c_str(), Join(f.faults, ", ").c_str(), again ? ": measured again" : "");
+    };
+    auto outcome = lab::MeasurePoint(*w.executor, p, pt);
     if (!outcome) return ReportError(outcome.error());
-    p.trial_ids.push_back(outcome->id);
-    p.seconds.push_back(outcome->wall_s);
-    if (!outcome->launched) {
-      p.failure_kind = outcome->failure_kind.empty() ? "launch_failed" : outcome->failure_kind;
-    } else if (!outcome->valid) {
-      p.failure_kind = std::string(search::SurfacePoint::kInvalidRunPrefix) +
-                       (outcome->invalid_reasons.empty() ? std::string("?") : outcome->invalid_reasons[0]);
-    } else {
-      p.samples.push_back(outcome->objective);
-      if (p.metrics.empty()) {
-        for (const std::string& m : bench::MetricNames()) {
-          if (auto v = bench::Metric(outcome->result, m)) p.metrics[m] = *v;
-        }
-        const bench::BenchResult& r = outcome->result;
-        if (r.kv_usage_max) p.metrics["kv_usage_max"] = *r.kv_usage_max;
-        if (r.queue_depth_mean) p.metrics["queue_depth_mean"] = *r.queue_depth_mean;
-        if (r.running_mean) p.metrics["running_mean"] = *r.running_mean;
-        p.metrics["concurrency"] = spec->workload.concurrency;
-        p.metrics["osl"] = static_cast<double>(spec->workload.osl);
-      }
-    }
     info["trials"] = std::to_string(trials);
     if (auto s = save(); !s) return ReportError(s.error());
-    std::printf("[%5.0fs] %s %-60s %s (%.1f s)\n", clock.MonoSeconds() - start, req.id.c_str(),
+    std::printf("[%5.0fs] %s %-60s %s (%.1f s)\n", clock.MonoSeconds() - start, outcome->id.c_str(),
                 p.config.ToString().c_str(),
                 p.failed() ? p.failure_kind.c_str() : std::to_string(p.samples.back()).c_str(), outcome->wall_s);
     std::fflush(stdout);

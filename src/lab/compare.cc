@@ -305,6 +305,13 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   std::vector<double> prelude_s(n), floors(n);
   std::vector<std::string> grid_axes(nb);
 
+  // A strategy's cells at budget b for one seed: the value, the candidates used, the failed.
+  auto record_budget = [&](StrategyResult& x, size_t b, size_t seed_idx, const Run& run) {
+    size_t k = std::min(static_cast<size_t>(r.budgets[b]), run.quality.size() - 1);
+    x.at_budget[b][seed_idx] = run.quality[k];
+    x.used[b][seed_idx] = static_cast<double>(k);
+    x.failed[b][seed_idx] = run.failed[k];
+  };
   auto record = [&](StrategyResult& x, size_t seed_idx, const Run& run, bool budgets) {
     int reach = ToReach(run, options.threshold, r.horizon);
     x.to_reach[seed_idx] = reach;
@@ -312,12 +319,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
     x.to_reach_s[seed_idx] = reached ? run.seconds[static_cast<size_t>(reach)] : INFINITY;
     x.to_reach_trials[seed_idx] = reached ? run.trials[static_cast<size_t>(reach)] : -1;
     if (!budgets) return;
-    for (size_t b = 0; b < nb; ++b) {
-      size_t k = std::min(static_cast<size_t>(r.budgets[b]), run.quality.size() - 1);
-      x.at_budget[b][seed_idx] = run.quality[k];
-      x.used[b][seed_idx] = static_cast<double>(k);
-      x.failed[b][seed_idx] = run.failed[k];
-    }
+    for (size_t b = 0; b < nb; ++b) record_budget(x, b, seed_idx, run);
   };
 
   // Pass 1: random search to the horizon (it sets the time range of P(t)).
@@ -394,10 +396,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
     for (size_t b = 0; b < nb; ++b) {
       search::GridProposer gb(catalog, domain, r.budgets[b], MixSeed(seed, 6 + 10 * b));
       Run tb = Simulate(gb, s, MixSeed(seed, 7 + 10 * b), r.budgets[b], never, false);
-      size_t k = std::min(static_cast<size_t>(r.budgets[b]), tb.quality.size() - 1);
-      grid.at_budget[b][i] = tb.quality[k];
-      grid.used[b][i] = static_cast<double>(k);
-      grid.failed[b][i] = tb.failed[k];
+      record_budget(grid, b, i, tb);
       if (b + 1 == nb) grid.curve[i] = curve_of(tb);
       if (i == 0) grid_axes[b] = gb.axes_text();
     }

@@ -86,11 +86,18 @@ void SurfaceSession::Prelude() {
 
 namespace {
 
-// A point that served no valid run (recorded "invalid: ...", e.g. a stalled server) ends
-// its comparison as a session's does (VetoKind::kInvalidRun -> INVALID); one that never
-// launched, LAUNCH_FAILED.
+// A point that served no valid run (recorded "invalid: ...", e.g. a stalled server) or
+// whose trial faulted twice ends its comparison as a session's does (VetoKind::kInvalidRun
+// or kFaulted -> INVALID); one that never launched, LAUNCH_FAILED.
 Verdict FailedVerdict(const search::SurfacePoint& p) {
-  return p.no_valid_run() ? Verdict::kInvalid : Verdict::kLaunchFailed;
+  return p.no_valid_run() || p.faulted() ? Verdict::kInvalid : Verdict::kLaunchFailed;
+}
+
+// The failure kind a session gives such a candidate (session::CandidateFailureKind): none
+// for a fault, which says nothing about the configuration.
+std::string FailedKind(const search::SurfacePoint& p) {
+  if (!p.failed()) return "unmeasured";
+  return p.faulted() ? "" : p.failure_kind;
 }
 
 }  // namespace
@@ -122,7 +129,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
       // A failed launch costs its recorded time (or a trial's).
       elapsed_s_ += p->seconds.empty() ? facts_.trial_s[Index(*p)] : p->seconds.back();
       ++trials_;
-      step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
+      step.obs.failure_kind = FailedKind(*p);
       return done(FailedVerdict(*p), 0);
     }
     double better = Better(Measure(*p), Mean(best_values_), maximize);
@@ -148,7 +155,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
       if (!launches) {
         elapsed_s_ += facts_.trial_s[Index(*p)];
         ++trials_;
-        step.obs.failure_kind = p->failed() ? p->failure_kind : "unmeasured";
+        step.obs.failure_kind = FailedKind(*p);
         return done(FailedVerdict(*p), 0);
       }
       b.push_back(Measure(*p));

@@ -109,6 +109,22 @@ TEST_F(ProtocolTest, EachVerdictCostsWhatTheCoordinatorWouldSpend) {
     EXPECT_EQ(stalled.obs.verdict, Verdict::kInvalid);
     EXPECT_EQ(stalled.trials, 1);
     EXPECT_TRUE(stalled.counted);
+    EXPECT_TRUE(stalled.obs.no_valid_run()) << stalled.obs.failure_kind;  // the search learns from it
+  }
+  // A point whose trial faulted twice: INVALID as well, but with no failure kind, as a
+  // session's veto of a fault says nothing about the configuration.
+  {
+    search::ResponseSurface faulted_surface = s;
+    for (search::SurfacePoint& p : faulted_surface.mutable_points()) {
+      if (p.config.GetOr("a", "") == "2") p.failure_kind = "faulted: connection_reset x3";
+    }
+    SurfaceFacts sf = SurfaceFacts::Of(faulted_surface);
+    SurfaceSession other(faulted_surface, sf, demo_.catalog, {}, 1);
+    other.Prelude();
+    Step faulted = other.Evaluate(Cand({{"a", "2"}}));
+    EXPECT_EQ(faulted.obs.verdict, Verdict::kInvalid);
+    EXPECT_EQ(faulted.obs.failure_kind, "");
+    EXPECT_EQ(faulted.trials, 1);
   }
 
   // Off the surface: not measurable, costs nothing.

@@ -874,6 +874,8 @@ void Planner::Observe(const Observation& obs) {
       if (launch && snapshot.kind == IdeaKind::kValue && ConfigurationExplains(obs.failure_kind) &&
           !obs.config.empty()) {
         failed_launches_.push_back(obs.config);
+        // A retry reads the latest failures of its value: the oldest go past a bound.
+        if (failed_launches_.size() > kMaxFailedLaunches) failed_launches_.erase(failed_launches_.begin());
       }
       n.state = IdeaState::kFailed;
       n.note = launch ? "launch failed" + (obs.failure_kind.empty() ? "" : ": " + obs.failure_kind)

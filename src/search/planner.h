@@ -238,7 +238,8 @@ class Planner final : public Proposer {
   Config pending_full_;  // the configuration of the pending proposal
   // Full configurations whose value idea failed to launch (a retry names the partner's
   // value from them), and the conflicts learned (each a sub-configuration).
-  std::vector<Config> failed_launches_;
+  std::vector<Config> failed_launches_;  // the latest kMaxFailedLaunches
+  static constexpr size_t kMaxFailedLaunches = 32;
   std::vector<Config> conflicts_;
 };
 

@@ -62,6 +62,10 @@ struct SurfacePoint {
   // stalled server), as opposed to a launch failure.
   bool no_valid_run() const { return failure_kind.starts_with(kInvalidRunPrefix); }
   static constexpr std::string_view kInvalidRunPrefix = kNoValidRunPrefix;
+  // Its trial faulted twice (failure_kind "faulted: <faults>"): a session vetoes such a
+  // candidate without a failure kind, so the search learns nothing from it.
+  bool faulted() const { return failure_kind.starts_with(kFaultedPrefix); }
+  static constexpr std::string_view kFaultedPrefix = "faulted: ";
   bool accuracy_ok() const { return !accuracy || accuracy->passed; }
   double mean() const;           // 0 without samples
 };

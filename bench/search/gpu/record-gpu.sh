@@ -31,7 +31,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
-op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4|c32|c4x1 [SLICE_S] [recheck]}
+op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4|c32|c4x1|c16h100 [SLICE_S] [recheck]}
 slice=${2:-540}
 recheck=()  # "recheck": drop the recorded accuracy results and check every class again
 [ "${3:-}" = recheck ] && recheck=(--recheck-accuracy)
@@ -88,6 +88,12 @@ case $op in
           --axis ggml_cuda_disable_fusion=0,1 --axis ggml_cuda_graph_opt=0,1 --axis ubatch_size=512,2048
           --stock weights=f16 --stock flash_attn=auto --stock cache_type_k=f16 --stock ggml_cuda_disable_fusion=0
           --stock ggml_cuda_graph_opt=0 --stock ubatch_size=512)
+    repeats=(--repeats 1 --repeat-fraction 0.25) ;;
+  c16h100)  # one H100, one session: 64 points, 6 knobs, once each and a quarter twice
+    axes=(--axis parallel=4,16 --axis ubatch_size=512,2048 --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0
+          --axis ggml_cuda_graph_opt=0,1 --axis backend_sampling=off,on
+          --stock parallel=4 --stock ubatch_size=512 --stock cache_type_k=f16 --stock weights=f16
+          --stock ggml_cuda_graph_opt=0 --stock backend_sampling=off)
     repeats=(--repeats 1 --repeat-fraction 0.25) ;;
   *)
     axes=(--axis parallel=4,16,64 --axis ubatch_size=256,512,2048 --axis batch_size=2048,4096 --axis flash_attn=auto,off
