@@ -104,6 +104,38 @@ TEST_F(CliTest, SearchCompareWritesItsFilesIntoAFolderItCreates) {
   }
 }
 
+// `hone roofline --probe`: this host's CPU entry with the ceilings a session measures at
+// its start (read bandwidth, compute, the last-level cache), and a clear error where the
+// table has no entry for this host.
+TEST_F(CliTest, RooflineProbeMeasuresThisHostsCeilings) {
+  const std::string model = testing::SynthModel("tiny", "f16");
+  auto r = RunHone({"roofline", "--probe", "--model", model, "--concurrency", "1", "--isl", "64", "--osl", "64",
+                    "--measured-output-tok-s", "50"});
+  ASSERT_EQ(r.status.code, 0) << r.output;
+  EXPECT_NE(r.output.find("(measured)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note       measured ceilings: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("read probe"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("compute probe"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("headroom   output_tok_s 50 vs bound "), std::string::npos) << r.output;
+  // Without --probe the table's figures: nothing measured.
+  auto plain = RunHone({"roofline", "--model", model});
+  EXPECT_EQ(plain.status.code, 2) << plain.output;
+  EXPECT_NE(plain.output.find("or --probe for this host"), std::string::npos) << plain.output;
+  // A table without an entry for this host's CPU.
+  ASSERT_OK(sys::WriteFileAtomic(Path("gpus.yaml"), R"(devices:
+  - id: h100
+    name: NVIDIA H100 SXM5 80GB
+    kind: gpu
+    peak_tflops: {bf16: 989.4}
+    memory_bw_gbs: 3350
+    memory_gb: 80
+)"));
+  auto none = RunHone({"roofline", "--probe", "--model", model, "--hardware-file", Path("gpus.yaml")});
+  EXPECT_NE(none.status.code, 0);
+  EXPECT_NE(none.output.find("matches this host's CPU"), std::string::npos) << none.output;
+  EXPECT_NE(none.output.find("give --hardware"), std::string::npos) << none.output;
+}
+
 TEST_F(CliTest, BadInputGivesOneLineErrors) {
   auto r = RunHone({"model", "synth", "--preset", "nope", "--out", Path("x.gguf")});
   EXPECT_EQ(r.status.code, 2);

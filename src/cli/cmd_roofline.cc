@@ -7,6 +7,8 @@
 #include "core/strings.h"
 #include "roofline/profile.h"
 #include "roofline/roofline.h"
+#include "run/roofline.h"
+#include "sys/machine.h"
 
 namespace hone::cli {
 
@@ -23,6 +25,7 @@ struct RooflineOpts {
   std::string op_classes_file;
   int top = 15;
   bool list = false;
+  bool probe = false;
 };
 
 std::string Si(double v, const char* unit) {
@@ -84,11 +87,35 @@ int RunBounds(const RooflineOpts& o, const Context& ctx) {
     }
     return 0;
   }
-  if (o.hardware.empty() || o.model.empty()) {
-    return ReportError(Error{ErrorCode::kInvalidArgument, "give --hardware and --model (or --trace, or --list)", {}});
+  if ((o.hardware.empty() && !o.probe) || o.model.empty()) {
+    return ReportError(Error{ErrorCode::kInvalidArgument,
+                             "give --model and --hardware, or --probe for this host (or --trace, or --list)", {}});
   }
-  auto hw = table->Find(o.hardware);
-  if (!hw) return ReportError(hw.error());
+  Result<roofline::Hardware> hw = NotFound("");
+  if (o.probe) {
+    // This host's device, its ceilings measured as a session measures them at its start
+    // (bandwidth, compute, the last-level cache; a GPU's with the CUDA probe).
+    const sys::MachineInfo machine = sys::DescribeMachine();
+    if (o.hardware.empty()) {
+      spec::SessionSpec host;  // a CPU session: the CPU's entry, by model or family
+      auto entry = run::SessionHardware(*table, host, machine);
+      if (!entry) {
+        return ReportError(Error{ErrorCode::kNotFound,
+                                 "no entry of " + table_path + " matches this host's CPU (" + machine.cpu_model +
+                                     "): give --hardware",
+                                 {}});
+      }
+      hw = *entry;
+    } else {
+      hw = table->Find(o.hardware);
+      if (!hw) return ReportError(hw.error());
+    }
+    run::RunContext rc{ctx.data_dir, ctx.cache_dir, ctx.clock, ctx.runner, nullptr};
+    hw = run::WithProbedCeilings(std::move(*hw), machine, run::RealCeilingProbes(rc));
+  } else {
+    hw = table->Find(o.hardware);
+    if (!hw) return ReportError(hw.error());
+  }
   auto model = roofline::LoadModelSpec(o.model);
   if (!model) return ReportError(model.error());
   auto b = roofline::Analyze(*hw, *model, o.point);
@@ -139,6 +166,9 @@ Action RegisterRoofline(CLI::App& app, const Context& ctx) {
   cmd->add_option("--hardware", o->hardware, "Device id from data/hardware.yaml (h100, h200, mi300x, ...)");
   cmd->add_option("--hardware-file", o->hardware_file, "Another hardware table");
   cmd->add_flag("--list", o->list, "List the devices of the hardware table");
+  cmd->add_flag("--probe", o->probe,
+                "Measure this host's ceilings first, as a session does (memory and cache bandwidth, compute; "
+                "a GPU's with --hardware naming it); without --hardware, this host's CPU entry");
   cmd->add_option("--model", o->model, "HF config.json (or its directory) or a GGUF file");
   cmd->add_option("--concurrency", o->point.concurrency, "Requests in flight")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--isl", o->point.isl, "Input tokens per request")->check(CLI::Range(1, 1 << 24));
