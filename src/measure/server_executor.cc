@@ -32,6 +32,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
+fs::path AccuracyDir(const std::string& run_dir) { return fs::path(run_dir) / "accuracy"; }
+
 namespace {
 
 // Test runs only: applies a chaos plan's faults to one trial, and notes in the
@@ -481,7 +483,7 @@ Result<KldStats> ServerTrialExecutor::RunKld(const Config& config, bool make_bas
 
 Result<ServerTrialExecutor::Comparison> ServerTrialExecutor::Compare(const Config& config, const std::string& label,
                                                                      const std::string& server_binary) {
-  fs::path dir = fs::path(s_.run_dir) / "accuracy";
+  fs::path dir = AccuracyDir(s_.run_dir);
   HONE_ASSIGN_OR_RETURN(std::string model, s_.models->Resolve(config));
   target::LaunchContext lc{.server_binary = server_binary.empty() ? s_.server_binary : server_binary,
                            .model_path = model, .extra_args = s_.spec.target.server_args};
@@ -567,7 +569,7 @@ AccuracyGateInfo GateThresholds(const spec::AccuracySpec& a, AccuracyGateInfo ga
 Status ServerTrialExecutor::PrepareAccuracy(const Config& stock) {
   const spec::AccuracySpec& a = s_.spec.accuracy;
   if (!a.enabled) return Ok();
-  fs::path dir = fs::path(s_.run_dir) / "accuracy";
+  fs::path dir = AccuracyDir(s_.run_dir);
   HONE_TRY(sys::EnsureDir(dir));
   fs::path ref = dir / "reference.json";
   kld_base_ = (dir / "reference.kld").string();
@@ -686,7 +688,7 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
   // A patched binary is a different program: its own cache entry.
   const std::string key = server_binary.empty() ? config.Hash() : config.Hash() + "-" + StableHash(server_binary).substr(0, 8);
   if (auto it = accuracy_cache_.find(key); it != accuracy_cache_.end()) return it->second;
-  fs::path dir = fs::path(s_.run_dir) / "accuracy";
+  fs::path dir = AccuracyDir(s_.run_dir);
   fs::path cached = dir / (key + ".json");
   auto opt = [](const json& j, const char* name) -> std::optional<double> {
     if (j.contains(name) && j[name].is_number()) return j[name].get<double>();
@@ -778,7 +780,7 @@ Result<AccuracyOutcome> ServerTrialExecutor::CheckAccuracy(const Config& config,
 
 Result<std::optional<double>> ServerTrialExecutor::StockPplRatio() {
   if (stock_ppl_ratio_) return *stock_ppl_ratio_;
-  const fs::path file = fs::path(s_.run_dir) / "accuracy" / "reference-ppl.json";
+  const fs::path file = AccuracyDir(s_.run_dir) / "reference-ppl.json";
   if (sys::FileExists(file)) {  // a resumed session: measured before
     HONE_ASSIGN_OR_RETURN(std::string text, sys::ReadFile(file));
     json j = json::parse(text, nullptr, false);

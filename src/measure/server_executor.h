@@ -14,6 +14,7 @@
 // Not thread-safe: one trial at a time (the machine is being measured).
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,6 +51,10 @@ struct ExecutorSetup {
   sys::Clock* clock = nullptr;
   sys::ProcessRunner* runner = nullptr;
 };
+
+// Where a session's accuracy checks keep their files (the reference, the KLD text and
+// logits, each check's outputs): <run_dir>/accuracy.
+std::filesystem::path AccuracyDir(const std::string& run_dir);
 
 // llama-perplexity --kl-divergence's statistics: mean KLD, "same top" percentage and,
 // where printed, Mean PPL(Q)/PPL(base).
