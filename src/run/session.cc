@@ -66,7 +66,7 @@ class ReportCloser final : public session::Closer {
     if (!a) {
       s.kb_result = KeepPending(s, *req, a.error().message);
     } else if (a->admitted) {
-      s.kb_result = "recipe #" + std::to_string(a->recipe_id) + " " + a->reason + " in " + w_.kb->path();
+      s.kb_result = a->reason + " in " + w_.kb->path();  // "new recipe #3", "updated recipe #1 (re-activated)"
     } else {
       s.kb_result = "not admitted: " + a->reason;
     }
