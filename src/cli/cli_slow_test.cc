@@ -114,7 +114,7 @@ TEST_F(CliTest, RooflineProbeMeasuresThisHostsCeilings) {
   ASSERT_EQ(r.status.code, 0) << r.output;
   EXPECT_NE(r.output.find("(measured)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("note       measured ceilings: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("read probe"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("read probe by hone roofline --probe"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("compute probe"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("headroom   output_tok_s 50 vs bound "), std::string::npos) << r.output;
   // Without --probe the table's figures: nothing measured.

@@ -111,7 +111,7 @@ int RunBounds(const RooflineOpts& o, const Context& ctx) {
       if (!hw) return ReportError(hw.error());
     }
     run::RunContext rc{ctx.data_dir, ctx.cache_dir, ctx.clock, ctx.runner, nullptr};
-    hw = run::WithProbedCeilings(std::move(*hw), machine, run::RealCeilingProbes(rc));
+    hw = run::WithProbedCeilings(std::move(*hw), machine, run::RealCeilingProbes(rc), "by hone roofline --probe");
   } else {
     hw = table->Find(o.hardware);
     if (!hw) return ReportError(hw.error());

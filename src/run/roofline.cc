@@ -52,7 +52,7 @@ std::optional<roofline::Hardware> SessionHardware(const roofline::HardwareTable&
 }
 
 roofline::Hardware WithProbedCeilings(roofline::Hardware hw, const sys::MachineInfo& machine,
-                                      const CeilingProbes& probes) {
+                                      const CeilingProbes& probes, const char* when) {
   if (hw.kind == roofline::DeviceKind::kCpu) {
     // A CPU entry names a family; the host behind it may stream twice the table's
     // bandwidth and have wider vector units. Measure both (about a second) so the
@@ -61,7 +61,7 @@ roofline::Hardware WithProbedCeilings(roofline::Hardware hw, const sys::MachineI
     auto bw = probes.read_bandwidth ? probes.read_bandwidth(threads) : Result<double>(0.0);
     if (bw && *bw > 0) {
       char source[96];
-      std::snprintf(source, sizeof source, "read probe at session start, %.1f GB/s", *bw / 1e9);
+      std::snprintf(source, sizeof source, "read probe %s, %.1f GB/s", when, *bw / 1e9);
       hw = roofline::WithMeasuredBandwidth(std::move(hw), *bw, source);
     }
     if (probes.cpu_cache) {
@@ -71,7 +71,7 @@ roofline::Hardware WithProbedCeilings(roofline::Hardware hw, const sys::MachineI
       auto cache = probes.cpu_cache(threads);
       if (cache && cache->first > 0 && cache->second > 0) {
         char source[128];
-        std::snprintf(source, sizeof source, "cache probe at session start, %.0f MiB last-level cache at %.1f GB/s",
+        std::snprintf(source, sizeof source, "cache probe %s, %.0f MiB last-level cache at %.1f GB/s", when,
                       cache->first / (1 << 20), cache->second / 1e9);
         hw = roofline::WithMeasuredCache(std::move(hw), cache->first, cache->second, source);
       }
@@ -81,7 +81,7 @@ roofline::Hardware WithProbedCeilings(roofline::Hardware hw, const sys::MachineI
       if (peaks && (peaks->fp32 > 0 || peaks->int8 > 0)) {
         char source[160];
         std::snprintf(source, sizeof source,
-                      "compute probe at session start, %.0f GFLOP/s fp32 (%s), %.0f GOP/s int8 (%s)",
+                      "compute probe %s, %.0f GFLOP/s fp32 (%s), %.0f GOP/s int8 (%s)", when,
                       peaks->fp32 / 1e9, peaks->fp32_isa.c_str(), peaks->int8 / 1e9, peaks->int8_isa.c_str());
         hw = roofline::WithMeasuredCompute(std::move(hw), *peaks, source);
       }
@@ -91,7 +91,7 @@ roofline::Hardware WithProbedCeilings(roofline::Hardware hw, const sys::MachineI
     auto c = probes.gpu();
     if (c) {
       char source[192];
-      std::snprintf(source, sizeof source, "GPU probe at session start on %s: read %.0f GB/s, bf16 %.0f TFLOP/s",
+      std::snprintf(source, sizeof source, "GPU probe %s on %s: read %.0f GB/s, bf16 %.0f TFLOP/s", when,
                     c->device.c_str(), c->read_bytes_per_s / 1e9,
                     c->flops.contains("bf16") ? c->flops.at("bf16") / 1e12 : 0.0);
       hw = roofline::WithGpuCeilings(std::move(hw), *c, source);

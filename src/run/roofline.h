@@ -43,8 +43,9 @@ std::optional<roofline::Hardware> SessionHardware(const roofline::HardwareTable&
 
 // `hw` with the ceilings the probes measured on this host (a probe that fails leaves
 // the table's figures, with a warning for the GPU's).
+// `when` words the probes' source ("at session start").
 roofline::Hardware WithProbedCeilings(roofline::Hardware hw, const sys::MachineInfo& machine,
-                                      const CeilingProbes& probes);
+                                      const CeilingProbes& probes, const char* when = "at session start");
 
 // The hook: bounds for the spec's workload on `hw` and `model`, and the measured
 // throughput's place under them.
