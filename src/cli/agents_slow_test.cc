@@ -185,7 +185,7 @@ target:
 workload: {isl: 64, osl: 64, concurrency: 8, num_prompts: 16, warmups: 1}
 objective: {metric: total_tps_per_gpu}
 budget: {wall: 20m, max_cycles: 1}
-measurement: {min_pairs: 3, max_pairs: 6, aa_pairs: 2}
+measurement: {min_pairs: 3, max_pairs: 10, aa_pairs: 2}
 search: {knobs: [poll]}
 kb: {path: )" + Path("kb.sqlite") + R"(}
 agents:
@@ -216,13 +216,16 @@ agents:
   }
   ASSERT_TRUE(patch.is_object()) << state["candidates"].dump(1);
   // Eight slots for eight clients instead of four: +25% measured on this host, quiet.
+  // Up to ten pairs: on a loaded CI host six pairs of a +15.5% gain (per-pair ratios
+  // 0.95-1.29) left the interval at [0.976, 1.368], INCONCLUSIVE; ten pairs of that
+  // spread put its lower end above the keep threshold.
   EXPECT_EQ(patch.value("verdict", ""), "KEEP") << patch.dump(1);
   EXPECT_TRUE(patch.value("accuracy", "").find("the patched build's llama-perplexity") != std::string::npos)
       << patch.value("accuracy", "");
   const std::string kept = out + "/bin/llama-server-s1-more-default-slots";
   EXPECT_EQ(state.value("server_binary", ""), kept);
   // The close re-measures the patch against the stock in up to max_pairs pairs: KEEP
-  // on a quiet host; on a noisy one (CI: stock trials 161-199 tok/s) six pairs of a
+  // on a quiet host; on a noisy one (CI: stock trials 161-199 tok/s) the pairs of a
   // +23% gain can leave the interval across 1, and INCONCLUSIVE is then the honest
   // verdict. Never REVERT: the patched build is what the session kept.
   EXPECT_TRUE(state.value("validated", false));
