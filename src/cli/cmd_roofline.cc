@@ -91,30 +91,24 @@ int RunBounds(const RooflineOpts& o, const Context& ctx) {
     return ReportError(Error{ErrorCode::kInvalidArgument,
                              "give --model and --hardware, or --probe for this host (or --trace, or --list)", {}});
   }
+  // --probe: this host's device, its ceilings measured as a session measures them at its
+  // start (bandwidth, compute, the last-level cache; a GPU's with the CUDA probe).
+  const sys::MachineInfo machine = o.probe ? sys::DescribeMachine() : sys::MachineInfo{};
   Result<roofline::Hardware> hw = NotFound("");
+  if (!o.hardware.empty()) {
+    hw = table->Find(o.hardware);
+  } else if (auto entry = run::SessionHardware(*table, spec::SessionSpec{}, machine)) {
+    hw = *entry;  // a CPU session's: this host's CPU entry, by model or family
+  } else {
+    return ReportError(Error{ErrorCode::kNotFound,
+                             "no entry of " + table_path + " matches this host's CPU (" + machine.cpu_model +
+                                 "): give --hardware",
+                             {}});
+  }
+  if (!hw) return ReportError(hw.error());
   if (o.probe) {
-    // This host's device, its ceilings measured as a session measures them at its start
-    // (bandwidth, compute, the last-level cache; a GPU's with the CUDA probe).
-    const sys::MachineInfo machine = sys::DescribeMachine();
-    if (o.hardware.empty()) {
-      spec::SessionSpec host;  // a CPU session: the CPU's entry, by model or family
-      auto entry = run::SessionHardware(*table, host, machine);
-      if (!entry) {
-        return ReportError(Error{ErrorCode::kNotFound,
-                                 "no entry of " + table_path + " matches this host's CPU (" + machine.cpu_model +
-                                     "): give --hardware",
-                                 {}});
-      }
-      hw = *entry;
-    } else {
-      hw = table->Find(o.hardware);
-      if (!hw) return ReportError(hw.error());
-    }
     run::RunContext rc{ctx.data_dir, ctx.cache_dir, ctx.clock, ctx.runner, nullptr};
     hw = run::WithProbedCeilings(std::move(*hw), machine, run::RealCeilingProbes(rc), "by hone roofline --probe");
-  } else {
-    hw = table->Find(o.hardware);
-    if (!hw) return ReportError(hw.error());
   }
   auto model = roofline::LoadModelSpec(o.model);
   if (!model) return ReportError(model.error());

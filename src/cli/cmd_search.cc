@@ -279,6 +279,24 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     info["seconds"] = buf;
     return surface.Save(o.out);
   };
+  lab::PointTrialOptions pt;
+  pt.point = point;
+  pt.concurrency = spec->workload.concurrency;
+  pt.osl = static_cast<double>(spec->workload.osl);
+  pt.next_id = [&] {
+    char id_buf[16];
+    std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
+    return std::string(id_buf);
+  };
+  pt.before = [&] {
+    auto [quiet, load] = o.quiet >= 0 ? WaitForQuiet(clock, o.quiet, o.quiet_wait_s)
+                                      : std::make_pair(false, sys::ReadHostLoad().value_or(sys::HostLoad{}).load_1min);
+    AddLoad(info, load, quiet);
+  };
+  pt.on_fault = [&](const measure::TrialOutcome& f, bool again) {
+    std::printf("[%5.0fs] %s %-60s faulted (%s)%s\n", clock.MonoSeconds() - start, f.id.c_str(),
+                f.config.ToString().c_str(), Join(f.faults, ", ").c_str(), again ? ": measured again" : "");
+  };
   for (const search::RecordStep& step : plan) {
     if (sys::InterruptRequested()) break;
     // The accuracy checks run once every point was measured once (launch failures known).
@@ -291,24 +309,6 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     }
     search::SurfacePoint& p = surface.mutable_points()[step.point];
     if (p.failed() || p.samples.size() >= step.wanted) continue;
-    lab::PointTrialOptions pt;
-    pt.point = point;
-    pt.concurrency = spec->workload.concurrency;
-    pt.osl = static_cast<double>(spec->workload.osl);
-    pt.next_id = [&] {
-      char id_buf[16];
-      std::snprintf(id_buf, sizeof id_buf, "s%04d", ++trials);
-      return std::string(id_buf);
-    };
-    pt.before = [&] {
-      auto [quiet, load] = o.quiet >= 0 ? WaitForQuiet(clock, o.quiet, o.quiet_wait_s)
-                                        : std::make_pair(false, sys::ReadHostLoad().value_or(sys::HostLoad{}).load_1min);
-      AddLoad(info, load, quiet);
-    };
-    pt.on_fault = [&](const measure::TrialOutcome& f, bool again) {
-      std::printf("[%5.0fs] %s %-60s faulted (%s)%s\n", clock.MonoSeconds() - start, f.id.c_str(),
-                  p.config.ToString().c_str(), Join(f.faults, ", ").c_str(), again ? ": measured again" : "");
-    };
     auto outcome = lab::MeasurePoint(*w.executor, p, pt);
     if (!outcome) return ReportError(outcome.error());
     info["trials"] = std::to_string(trials);

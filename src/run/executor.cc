@@ -48,9 +48,10 @@ Result<std::unique_ptr<measure::ServerTrialExecutor>> BuildExecutor(const spec::
                                                                     const std::string& run_dir, const Engine& engine,
                                                                     const std::string& hardware,
                                                                     const RunContext& ctx) {
-  HONE_TRY(sys::EnsureDir(measure::AccuracyDir(run_dir)));
+  const fs::path accuracy_dir = measure::AccuracyDir(run_dir);
+  HONE_TRY(sys::EnsureDir(accuracy_dir));
   // A short fixed text for the KL-divergence check (llama.cpp's own README).
-  std::string ppl_text = (measure::AccuracyDir(run_dir) / "kld-text.txt").string();
+  std::string ppl_text = (accuracy_dir / "kld-text.txt").string();
   if (!sys::FileExists(ppl_text)) {
     auto readme = sys::ReadFile(engine.provisioned.src_dir / "README.md");
     HONE_TRY(sys::WriteFileAtomic(ppl_text, readme ? readme->substr(0, 3000) : std::string(3000, 'a')));
