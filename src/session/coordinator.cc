@@ -72,7 +72,7 @@ Status Coordinator::Framework() {
     bool has_sweep = !spec_.workload.sweep_concurrency.empty() || !spec_.workload.sweep_isl_osl.empty();
     int sweep_reserve = has_sweep ? sweep_points * 2 * spec_.measurement.min_pairs : 0;
     if (!ledger_.CanAfford(needed + sweep_reserve)) {
-      note = "budget";
+      note = kFrameworkBudgetNote;
       break;
     }
     if (plateau > 0 && misses >= plateau) {
@@ -709,6 +709,8 @@ Result<SessionState> Coordinator::Run() {
         } else {
           state_.stop_reason = ledger_.Stopping() ? StopCause("trial limit")
                                : !budget          ? "budget"
+                               : SearchCutByBudget()
+                                   ? "budget: the search's share ran out with ideas still open"
                                : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
                                : state_.roofline_saturated               ? "at the roofline: no headroom left"
                                                                          : "converged: the last cycle found no gain";

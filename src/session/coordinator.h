@@ -125,6 +125,9 @@ class Coordinator {
   // KEEPs of this cycle's framework and kernel phases (they earn another cycle);
   // derived from the saved candidates, so a resumed session counts them too.
   int KeepsThisCycle() const;
+  // Whether this cycle's framework phase stopped for the budget (its share, the sweep's
+  // reserve kept back) with ideas still open: a stop then is the budget's, not convergence.
+  bool SearchCutByBudget() const;
   Status TryPatches();
 
   spec::SessionSpec spec_;

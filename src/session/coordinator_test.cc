@@ -462,6 +462,28 @@ TEST_F(CoordinatorTest, BudgetIsHard) {
   EXPECT_EQ(closer_.calls, 1);
 }
 
+// A search that stops for its share of the budget (the sweep's reserve held back) with
+// ideas still open has not converged, even when the sweep, with nothing kept, spends
+// nothing and the cycle's end could still afford a candidate (the demo of 2026-12-05
+// read "converged: the last cycle found no gain" after 3 of its 18 ideas).
+TEST_F(CoordinatorTest, ASearchCutByItsBudgetShareStopsForTheBudgetNotConvergence) {
+  std::vector<std::string> ideas;
+  for (int i = 0; i < 50; ++i) ideas.push_back("k" + std::to_string(i) + "=v");  // all neutral
+  ListProposer p(ideas);
+  spec::SessionSpec spec = Spec(400);
+  spec.workload.sweep_concurrency = {1, 4, 16};  // a reserve of 18 trials: more than a candidate's 7
+  SessionState s = Run(spec, &p);
+  EXPECT_EQ(s.phase, session::Phase::kDone);
+  EXPECT_LT(s.candidates.size(), ideas.size()) << "the budget cut the search";
+  EXPECT_EQ(s.stop_reason, "budget: the search's share ran out with ideas still open");
+  const PhaseRecord* framework = nullptr;
+  for (const PhaseRecord& ph : s.phases) {
+    if (ph.phase == Phase::kFramework) framework = &ph;
+  }
+  ASSERT_NE(framework, nullptr);
+  EXPECT_EQ(framework->note, kFrameworkBudgetNote);
+}
+
 // Issue 18: accuracy runs (the gate's probes and perplexity) count against the wall
 // budget like trials. Here each takes 4.5 trials: the kept risky change is checked
 // before its pairs and the close checks the best again after its re-validation: the

@@ -32,6 +32,13 @@ int Coordinator::KeepsThisCycle() const {
   return keeps;
 }
 
+bool Coordinator::SearchCutByBudget() const {
+  for (auto it = state_.phases.rbegin(); it != state_.phases.rend(); ++it) {
+    if (it->phase == Phase::kFramework) return it->cycle == state_.cycle && it->note == kFrameworkBudgetNote;
+  }
+  return false;
+}
+
 measure::VerdictInput Coordinator::VerdictSettings(int looks, uint64_t seed) const {
   measure::VerdictInput in;
   in.maximize = spec_.objective.maximize;

@@ -97,6 +97,9 @@ struct PhaseRecord {
   std::string note;
 };
 
+// The framework phase's note when it stops for the budget with ideas still open.
+inline constexpr char kFrameworkBudgetNote[] = "budget";
+
 // The sweep phase's note names the operating points the budget left out after this.
 inline constexpr char kSweepUnmeasured[] = "not measured: ";
 
