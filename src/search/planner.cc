@@ -49,14 +49,16 @@ Planner::Planner(const target::KnobCatalog& catalog, Heuristics heuristics, Plan
   if (options_.protocol) cost_.emplace(*options_.protocol);
 }
 
-double Planner::PriorScale(const std::string& category) const {
-  return heuristics_.Category(category).scale * heuristics_.BottleneckMultiplier(diagnosis_.bottleneck, category) *
+double Planner::PriorScale(const target::Knob* knob) const {
+  const std::string category = knob ? knob->category : "";
+  const double base = knob && knob->effect_scale ? *knob->effect_scale : heuristics_.Category(category).scale;
+  return base * heuristics_.BottleneckMultiplier(diagnosis_.bottleneck, category) *
          heuristics_.DeviceMultiplier(options_.domain.gpu, category);
 }
 
 double Planner::KnobScale(const std::string& knob) const {
   const target::Knob* k = catalog_.Find(knob);
-  double s0 = PriorScale(k ? k->category : "");
+  double s0 = PriorScale(k);
   auto it = beliefs_.find(knob);
   if (it == beliefs_.end()) return s0;
   const Belief& b = it->second;
@@ -108,7 +110,7 @@ int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int pa
     if (auto it = fw_->value_hints.find(k.name); it != fw_->value_hints.end()) {
       for (const std::string& expr : it->second) {
         if (ResolveValueExpression(expr, ctx_.concurrency, ctx_.cpus, ctx_.cores) == value) {
-          n.prior_mean += 0.5 * PriorScale(k.category);
+          n.prior_mean += 0.5 * PriorScale(&k);
           n.prior_note = "hint: " + expr;
         }
       }

@@ -135,7 +135,9 @@ class Planner final : public Proposer {
   GpPrediction Posterior(const std::string& knob, const std::string& value, double prior_mean) const;
   // The estimated effect of the incumbent's value of a knob.
   double IncumbentEffect(const std::string& knob) const;
-  double PriorScale(const std::string& category) const;
+  // A knob's prior spread before any measurement: its catalog effect_scale, else its
+  // category's scale; times the diagnosis's and the device's multipliers of its category.
+  double PriorScale(const target::Knob* knob) const;
   // The gain a change believed N(mean, sd^2) (log, vs the incumbent) is expected to
   // prove under the session's keep rule (gp.h KeptGain): the protocol's threshold,
   // max(min_gain, noise floor), and the estimate's noise after the last look. (The

@@ -144,6 +144,46 @@ TEST_F(PlannerTest, DeviceMultipliersReorderTheCategoriesOnAGpu) {
       << "an unknown device is an error";
 }
 
+// A knob's catalog effect_scale replaces its category's prior spread (the diagnosis's
+// multiplier still applies): llama.cpp's --poll is a "threads" knob, but how threads
+// wait moves throughput a few percent where their count moves it 1.7x. Under an
+// overhead diagnosis (threads x1.5) the demo on a 2-CPU host tried poll=0 and poll=100
+// before weights=q8_0 and ran out of budget.
+TEST_F(PlannerTest, AKnobsEffectScaleReplacesItsCategorysSpread) {
+  constexpr const char* kWaits = R"(framework: demo
+versions: "*"
+knobs:
+  - {name: threads, flag: --threads, type: int, min: 1, max: 64, default: "8", category: threads, search: ["4"]}
+  - {name: poll, flag: --poll, type: int, min: 0, max: 100, default: "50", category: threads, search: ["0"],
+     effect_scale: 0.05}
+  - {name: ubatch, flag: --ubatch, type: int, min: 1, max: 4096, default: "512", category: batching,
+     search: ["128"]}
+)";
+  std::string path = (dir_->path() / "waits.yaml").string();
+  ASSERT_OK(sys::WriteFileAtomic(path, kWaits));
+  ASSERT_OK_AND_ASSIGN(target::KnobCatalog waits, target::KnobCatalog::Load(path));
+  ASSERT_OK_AND_ASSIGN(Heuristics h, Heuristics::Parse(std::string(kHeuristics) + "devices:\n  gpu: {threads: 0.5}\n",
+                                                       "h.yaml"));
+  Planner p(waits, h, {});
+  auto c = p.Next(ctx_);
+  ASSERT_TRUE(c);
+  EXPECT_DOUBLE_EQ(p.KnobScale("threads"), 0.25);
+  EXPECT_DOUBLE_EQ(p.KnobScale("poll"), 0.05);
+  EXPECT_NE(c->idea, "poll=0") << "the small spread ranks below both ideas of the categories' spreads";
+  const IdeaNode* poll = Open(p, "poll=0");
+  ASSERT_NE(poll, nullptr);
+  for (const IdeaNode& n : p.tree().nodes()) {
+    if (n.kind == IdeaKind::kValue && n.knob != "poll") {
+      EXPECT_LT(poll->score, n.score) << n.key;
+      EXPECT_LT(poll->expected_gain, n.expected_gain) << n.key;
+    }
+  }
+  // The device's multiplier of the knob's category applies on top of its own spread.
+  Planner gpu(waits, h, {.domain = {.gpu = true}});
+  ASSERT_TRUE(gpu.Next(ctx_));
+  EXPECT_DOUBLE_EQ(gpu.KnobScale("poll"), 0.025);
+}
+
 // A value hint next to the stock's value is the first try: threads = cpus (2) on a
 // 2-CPU host whose stock runs one thread. The stock's zero used to fade the hint of the
 // value beside it, so threads=4 and threads=3 came first, and two identical sessions

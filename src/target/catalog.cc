@@ -101,7 +101,7 @@ Result<KnobCatalog> KnobCatalog::FromKnobList(const spec::Field& knobs, const Kn
   for (const spec::Field& k : knobs.Items()) {
     HONE_TRY(k.CheckKeys({"name", "flag", "negative_flag", "env", "type", "choices", "min", "max", "search",
                           "default", "category", "accuracy_risk", "requires", "conflicts", "applies_to", "why",
-                          "artifact", "searchable", "auto_means"}));
+                          "artifact", "searchable", "auto_means", "effect_scale"}));
     Knob knob;
     HONE_ASSIGN_OR_RETURN(knob.name, k["name"].Str());
     HONE_ASSIGN_OR_RETURN(knob.flag, k["flag"].StrOr(""));
@@ -125,6 +125,11 @@ Result<KnobCatalog> KnobCatalog::FromKnobList(const spec::Field& knobs, const Kn
     }
     HONE_ASSIGN_OR_RETURN(knob.category,
                           options.default_category.empty() ? k["category"].Str() : k["category"].StrOr(options.default_category));
+    if (k["effect_scale"].defined()) {
+      HONE_ASSIGN_OR_RETURN(double v, k["effect_scale"].Double());
+      if (!(v > 0) || v > 2) return Fail(k["effect_scale"].Err("must be in (0, 2]: the sd of a log objective ratio"));
+      knob.effect_scale = v;
+    }
     HONE_ASSIGN_OR_RETURN(std::string risk, k["accuracy_risk"].StrOr("none"));
     auto parsed_risk = ParseAccuracyRisk(risk);
     if (!parsed_risk) return Fail(k["accuracy_risk"].Err("must be none, low, medium or high"));

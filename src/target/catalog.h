@@ -61,6 +61,11 @@ struct Knob {
   // llama-server's auto is 2) instead of measuring a no-op.
   std::string auto_means;
   std::string category;                    // threads, batching, scheduling, cache, precision, ...
+  // The prior spread of this knob's effect (sd of log objective ratio), where the knob
+  // is known to move the objective less or more than its category's scale in the
+  // planner's heuristics (data/search/heuristics.yaml): --poll is "threads" for its
+  // placement, but moves throughput far less than the thread count. Unset: the category's.
+  std::optional<double> effect_scale;
   AccuracyRisk accuracy_risk = AccuracyRisk::kNone;
   std::vector<Condition> requires_;        // all must hold when this knob is set
   std::vector<Condition> conflicts;        // none may hold when this knob is set

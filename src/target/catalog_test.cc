@@ -109,6 +109,29 @@ TEST_F(CatalogTest, AccuracyRiskIsALevel) {
   EXPECT_NE(r.error().message.find("must be none, low, medium or high"), std::string::npos) << r.error().message;
 }
 
+// A knob may carry its own prior spread (effect_scale) where it moves the objective
+// less or more than its category: the shipped catalog gives llama.cpp's thread-wait
+// knobs (poll, prio, ...) a small one and leaves the thread count to its category's.
+TEST_F(CatalogTest, AnEffectScaleIsAPositiveSpreadAndOptional) {
+  ASSERT_OK_AND_ASSIGN(KnobCatalog c,
+                       LoadText("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, "
+                                "effect_scale: 0.08}\n  - {name: b, flag: --b, type: int, category: c}\n"));
+  ASSERT_TRUE(c.Find("a")->effect_scale.has_value());
+  EXPECT_DOUBLE_EQ(*c.Find("a")->effect_scale, 0.08);
+  EXPECT_FALSE(c.Find("b")->effect_scale.has_value());
+  for (const char* bad : {"0", "-0.1", "3"}) {
+    auto r = LoadText(std::string("framework: x\nknobs:\n  - {name: a, flag: --a, type: int, category: c, "
+                                  "effect_scale: ") + bad + "}\n");
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message.find("must be in (0, 2]"), std::string::npos) << r.error().message;
+  }
+  auto shipped = LoadCatalogFor((testing::SourceDir() / "catalogs").string(), "llama.cpp", "0.4.0");
+  ASSERT_OK(shipped);
+  ASSERT_TRUE(shipped->Find("poll")->effect_scale.has_value());
+  EXPECT_LT(*shipped->Find("poll")->effect_scale, 0.25);
+  EXPECT_FALSE(shipped->Find("threads")->effect_scale.has_value());
+}
+
 TEST(VersionTest, RangesAndComparison) {
   EXPECT_EQ(CompareVersions("0.10.1", "0.9"), 1);
   EXPECT_EQ(CompareVersions("1.0", "1.0.0"), 0);
