@@ -710,7 +710,7 @@ Result<SessionState> Coordinator::Run() {
           state_.stop_reason = ledger_.Stopping() ? StopCause("trial limit")
                                : !budget          ? "budget"
                                : SearchCutByBudget()
-                                   ? "budget: the search's share ran out with ideas still open"
+                                   ? "budget: the search's share of it ran out"
                                : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
                                : state_.roofline_saturated               ? "at the roofline: no headroom left"
                                                                          : "converged: the last cycle found no gain";

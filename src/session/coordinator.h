@@ -126,7 +126,8 @@ class Coordinator {
   // derived from the saved candidates, so a resumed session counts them too.
   int KeepsThisCycle() const;
   // Whether this cycle's framework phase stopped for the budget (its share, the sweep's
-  // reserve kept back) with ideas still open: a stop then is the budget's, not convergence.
+  // reserve kept back) before its proposer ran dry: a stop then is the budget's, not
+  // convergence.
   bool SearchCutByBudget() const;
   Status TryPatches();
 

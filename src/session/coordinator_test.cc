@@ -475,7 +475,7 @@ TEST_F(CoordinatorTest, ASearchCutByItsBudgetShareStopsForTheBudgetNotConvergenc
   SessionState s = Run(spec, &p);
   EXPECT_EQ(s.phase, session::Phase::kDone);
   EXPECT_LT(s.candidates.size(), ideas.size()) << "the budget cut the search";
-  EXPECT_EQ(s.stop_reason, "budget: the search's share ran out with ideas still open");
+  EXPECT_EQ(s.stop_reason, "budget: the search's share of it ran out");
   const PhaseRecord* framework = nullptr;
   for (const PhaseRecord& ph : s.phases) {
     if (ph.phase == Phase::kFramework) framework = &ph;

@@ -97,7 +97,7 @@ struct PhaseRecord {
   std::string note;
 };
 
-// The framework phase's note when it stops for the budget with ideas still open.
+// The framework phase's note when it stops for the budget before its proposer ran dry.
 inline constexpr char kFrameworkBudgetNote[] = "budget";
 
 // The sweep phase's note names the operating points the budget left out after this.
