@@ -303,8 +303,13 @@ std::vector<std::string> MetricNames() {
   return names;
 }
 
+std::vector<std::string> ServerMetricNames() { return {"kv_usage_max", "queue_depth_mean", "running_mean"}; }
+
 std::optional<double> Metric(const BenchResult& r, const std::string& name) {
   if (name == "total_tps") return r.total_tps;
+  if (name == "kv_usage_max") return r.kv_usage_max;
+  if (name == "queue_depth_mean") return r.queue_depth_mean;
+  if (name == "running_mean") return r.running_mean;
   if (name == "total_tps_per_gpu") return r.per_gpu_total_tps;
   if (name == "output_tps") return r.output_tps;
   if (name == "output_tps_per_gpu") return r.per_gpu_output_tps;

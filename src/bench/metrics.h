@@ -125,10 +125,14 @@ BenchResult ComputeResult(const RunOutput& run, const RunContext& context, const
 // their counts but no latencies.
 BenchResult PoolResults(const std::vector<const BenchResult*>& results);
 
-// Named objective values of a result ("total_tps_per_gpu", "output_tps",
-// "p90_intvty", "p99_ttft_ms" ...); nullopt for an unknown name.
+// Named values of a result: the objective metrics ("total_tps_per_gpu", "output_tps",
+// "p90_intvty", "p99_ttft_ms" ...) and the server's scraped load (ServerMetricNames);
+// nullopt for an unknown name or a value the run did not produce.
 std::optional<double> Metric(const BenchResult& r, const std::string& name);
-// The names Metric() understands.
+// The objective metrics Metric() understands (what a spec may optimize or bound).
 std::vector<std::string> MetricNames();
+// The server's load as scraped during the run ("kv_usage_max", "queue_depth_mean",
+// "running_mean"): evidence for the search's diagnosis, not objectives.
+std::vector<std::string> ServerMetricNames();
 
 }  // namespace hone::bench

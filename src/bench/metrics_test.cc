@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "bench/result_io.h"
 
 namespace hone::bench {
@@ -88,6 +90,26 @@ TEST(MetricsTest, ExactValuesOnAHandBuiltRun) {
 // prefilled before it (a synchronized wave, one token per 100 ms). Counting prompts at
 // their prefill gives the window no input at all; the steady-state credit gives each
 // request's prompt per output token streamed inside (1000 / 10 = 100 per token).
+TEST(MetricsTest, TheServersScrapedLoadIsNamedButIsNoObjective) {
+  // The session's diagnosis reads a full KV cache and a queue through Metric(); a live
+  // session once saw neither (only the surface recorder read the fields), so a server
+  // with 4 slots under 16 requests in flight was diagnosed "overhead", not "queueing".
+  BenchResult r;
+  EXPECT_FALSE(Metric(r, "queue_depth_mean"));  // not scraped: no value, not 0
+  r.kv_usage_max = 0.95;
+  r.queue_depth_mean = 10.5;
+  r.running_mean = 3.6;
+  EXPECT_DOUBLE_EQ(*Metric(r, "kv_usage_max"), 0.95);
+  EXPECT_DOUBLE_EQ(*Metric(r, "queue_depth_mean"), 10.5);
+  EXPECT_DOUBLE_EQ(*Metric(r, "running_mean"), 3.6);
+  for (const std::string& name : ServerMetricNames()) {
+    EXPECT_TRUE(Metric(r, name)) << name;
+    // Evidence, not something a spec may optimize: the objective names leave them out.
+    const std::vector<std::string> objectives = MetricNames();
+    EXPECT_EQ(std::find(objectives.begin(), objectives.end(), name), objectives.end()) << name;
+  }
+}
+
 TEST(MetricsTest, AWindowCreditsPromptsAsTheirOutputsStream) {
   RunOutput run;
   for (int k = 0; k < 4; ++k) {

@@ -34,13 +34,11 @@ Result<measure::TrialOutcome> MeasurePoint(measure::TrialExecutor& executor, sea
   }
   p.samples.push_back(o.objective);
   if (p.metrics.empty()) {
-    for (const std::string& m : bench::MetricNames()) {
+    std::vector<std::string> names = bench::MetricNames();
+    for (std::string& m : bench::ServerMetricNames()) names.push_back(std::move(m));
+    for (const std::string& m : names) {
       if (auto v = bench::Metric(o.result, m)) p.metrics[m] = *v;
     }
-    const bench::BenchResult& r = o.result;
-    if (r.kv_usage_max) p.metrics["kv_usage_max"] = *r.kv_usage_max;
-    if (r.queue_depth_mean) p.metrics["queue_depth_mean"] = *r.queue_depth_mean;
-    if (r.running_mean) p.metrics["running_mean"] = *r.running_mean;
     p.metrics["concurrency"] = options.concurrency;
     p.metrics["osl"] = options.osl;
   }

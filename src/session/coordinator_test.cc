@@ -8,6 +8,7 @@
 #include <set>
 
 #include "measure/verdict.h"
+#include "search/heuristics.h"
 #include "testing/fake_executor.h"
 #include "sys/files.h"
 #include "sys/signals.h"
@@ -608,6 +609,43 @@ TEST_F(CoordinatorTest, TheSearchGetsTheRooflineNoiseFloorAndBaselineMetrics) {
   ASSERT_OK(loaded);
   EXPECT_DOUBLE_EQ(loaded->roofline_ratio, 0.4);
   EXPECT_EQ(loaded->roofline_bound, "memory_bandwidth");
+}
+
+TEST_F(CoordinatorTest, TheDiagnosisSeesTheServersQueueFromTheStockTrials) {
+  // 16 requests in flight on 4 slots: llama-server's /metrics shows ~10 waiting. The
+  // stock trials' scrape reaches the search, which diagnoses queueing before the
+  // roofline's class (a live H100 session saw only latencies and said "overhead").
+  exec_.factors = {{"a=1", 1.3}};
+  exec_.requests = [](const measure::TrialRequest&, bench::BenchResult& r) {
+    r.queue_depth_mean = 10.5;
+    r.running_mean = 3.6;
+  };
+  CapturingProposer p;
+  SessionServices svc;
+  svc.executor = &exec_;
+  svc.proposer = &p;
+  svc.clock = &clock_;
+  svc.roofline = [&](const Config&, double, double) -> Result<RooflineNote> {
+    return RooflineNote{"far below every ceiling: overhead", 0.09, false, "overhead"};
+  };
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 1;
+  spec.workload.concurrency = 16;
+  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+  auto s = c.Run();
+  ASSERT_OK(s);
+  ASSERT_FALSE(p.seen.empty());
+  const search::ProposalContext& ctx = p.seen.front();
+  ASSERT_TRUE(ctx.baseline_metrics.contains("queue_depth_mean"));
+  EXPECT_NEAR(ctx.baseline_metrics.at("queue_depth_mean"), 10.5, 1e-9);
+  EXPECT_NEAR(ctx.baseline_metrics.at("running_mean"), 3.6, 1e-9);
+  EXPECT_FALSE(ctx.baseline_metrics.contains("kv_usage_max"));  // not scraped, not invented
+  search::Diagnosis d = search::Diagnose(ctx.bottleneck, ctx.baseline_metrics, search::DiagnosisRules{});
+  EXPECT_EQ(d.bottleneck, search::Bottleneck::kQueueing) << d.evidence;
+  // Kept in the state: a resumed session diagnoses the same way.
+  auto loaded = LoadState(dir_->path().string());
+  ASSERT_OK(loaded);
+  EXPECT_NEAR(loaded->baseline_metrics.at("queue_depth_mean"), 10.5, 1e-9);
 }
 
 class FakePatchLane final : public PatchLane {

@@ -2,6 +2,8 @@
 // configuration does not launch, the stock's A/A baseline (its noise floor), and
 // the knowledge base's recipe replayed alongside it.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "bench/metrics.h"
 #include "core/stats.h"
@@ -166,7 +168,11 @@ Status Coordinator::Baseline() {
       double n = static_cast<double>(state_.baseline_trials.size() + state_.aa_trials.size());
       state_.baseline_total_tps += (o.result.total_tps - state_.baseline_total_tps) / n;
       state_.baseline_output_tps += (o.result.output_tps - state_.baseline_output_tps) / n;
-      for (const char* name : {"mean_ttft_ms", "mean_tpot_ms", "kv_usage_max", "queue_depth_mean", "running_mean"}) {
+      // The latencies and the server's scraped load (a full KV cache, a queue) are the
+      // diagnosis's evidence (search::Diagnose).
+      std::vector<std::string> names = {"mean_ttft_ms", "mean_tpot_ms"};
+      for (std::string& m : bench::ServerMetricNames()) names.push_back(std::move(m));
+      for (const std::string& name : names) {
         auto v = bench::Metric(o.result, name);
         if (!v) continue;
         auto [it, fresh] = state_.baseline_metrics.try_emplace(name, *v);
