@@ -76,7 +76,7 @@ Status Coordinator::Framework() {
       break;
     }
     if (plateau > 0 && misses >= plateau) {
-      note = "plateau: " + std::to_string(plateau) + " candidates without a KEEP";
+      note = kFrameworkPlateauNote + std::to_string(plateau) + " candidates without a KEEP";
       break;
     }
     search::ProposalContext ctx;
@@ -707,13 +707,16 @@ Result<SessionState> Coordinator::Run() {
           state_.phase = Phase::kFramework;
           ledger_.Event("cycle", {{"cycle", std::to_string(state_.cycle)}});
         } else {
+          const std::string why = FrameworkNoteThisCycle();
           state_.stop_reason = ledger_.Stopping() ? StopCause("trial limit")
                                : !budget          ? "budget"
-                               : SearchCutByBudget()
+                               : why == kFrameworkBudgetNote
                                    ? "budget: the search's share of it ran out"
                                : state_.cycle >= spec_.budget.max_cycles ? "cycle ceiling reached"
                                : state_.roofline_saturated               ? "at the roofline: no headroom left"
-                                                                         : "converged: the last cycle found no gain";
+                               : why.starts_with(kFrameworkPlateauNote)
+                                   ? why + " (the last cycle found no gain)"
+                                   : "converged: the last cycle found no gain";
           state_.phase = Phase::kClose;
         }
         break;

@@ -125,10 +125,11 @@ class Coordinator {
   // KEEPs of this cycle's framework and kernel phases (they earn another cycle);
   // derived from the saved candidates, so a resumed session counts them too.
   int KeepsThisCycle() const;
-  // Whether this cycle's framework phase stopped for the budget (its share, the sweep's
-  // reserve kept back) before its proposer ran dry: a stop then is the budget's, not
-  // convergence.
-  bool SearchCutByBudget() const;
+  // Why this cycle's framework phase ended ("" when it has not run this cycle): its
+  // budget share (kFrameworkBudgetNote: the sweep's reserve kept back), a plateau, the
+  // proposer running dry... A cycle without a gain stops the session for that reason,
+  // not for "convergence", when the search was cut short.
+  std::string FrameworkNoteThisCycle() const;
   Status TryPatches();
 
   spec::SessionSpec spec_;

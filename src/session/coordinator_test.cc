@@ -276,6 +276,34 @@ TEST_F(CoordinatorTest, ThePlateauIsTheSpecsAndZeroSpendsTheIdeas) {
   EXPECT_EQ(framework_note(t), "no more ideas");
 }
 
+// A session whose cycle found no gain because the plateau ended its search says so: the
+// stop reason names the plateau (the demo of 2026-12-06 read "converged: the last cycle
+// found no gain" after 8 of its ideas, with more open); a proposer that ran dry still
+// reads "converged".
+TEST_F(CoordinatorTest, APlateauStopNamesThePlateauNotConvergence) {
+  std::vector<std::string> ideas;
+  for (int i = 0; i < 6; ++i) {
+    ideas.push_back("n" + std::to_string(i) + "=1");
+    exec_.factors["n" + std::to_string(i) + "=1"] = 0.95;  // every one a REVERT
+  }
+  spec::SessionSpec spec = Spec();
+  spec.budget.max_cycles = 3;
+  spec.search.plateau = 3;
+  ListProposer three(ideas);
+  SessionState s = Run(spec, &three);
+  EXPECT_EQ(s.candidates.size(), 3u);
+  EXPECT_EQ(s.stop_reason, "plateau: 3 candidates without a KEEP (the last cycle found no gain)");
+  auto fresh = sys::TempDir::Create("hone-coord");
+  ASSERT_TRUE(fresh);
+  dir_ = std::move(*fresh);
+  exec_.run_dir = dir_->path().string();
+  spec.search.plateau = 0;
+  ListProposer all(ideas);
+  SessionState t = Run(spec, &all);
+  EXPECT_EQ(t.candidates.size(), 6u);
+  EXPECT_EQ(t.stop_reason, "converged: the last cycle found no gain");
+}
+
 // A noisy machine gets at most two more A/A pairs than asked for; then the floor is
 // fixed and the search goes on. (The cap once moved with every extra pair, and a host
 // whose A/A pairs kept differing by more than 10% spent its whole budget on them.)

@@ -32,11 +32,11 @@ int Coordinator::KeepsThisCycle() const {
   return keeps;
 }
 
-bool Coordinator::SearchCutByBudget() const {
+std::string Coordinator::FrameworkNoteThisCycle() const {
   for (auto it = state_.phases.rbegin(); it != state_.phases.rend(); ++it) {
-    if (it->phase == Phase::kFramework) return it->cycle == state_.cycle && it->note == kFrameworkBudgetNote;
+    if (it->phase == Phase::kFramework) return it->cycle == state_.cycle ? it->note : "";
   }
-  return false;
+  return "";
 }
 
 measure::VerdictInput Coordinator::VerdictSettings(int looks, uint64_t seed) const {

@@ -99,6 +99,9 @@ struct PhaseRecord {
 
 // The framework phase's note when it stops for the budget before its proposer ran dry.
 inline constexpr char kFrameworkBudgetNote[] = "budget";
+// The start of its note when search.plateau candidates in a row found no KEEP
+// ("plateau: 8 candidates without a KEEP").
+inline constexpr char kFrameworkPlateauNote[] = "plateau: ";
 
 // The sweep phase's note names the operating points the budget left out after this.
 inline constexpr char kSweepUnmeasured[] = "not measured: ";
