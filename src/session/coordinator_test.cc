@@ -69,6 +69,22 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_TRUE(out) << out.error().ToString();
     return out ? *out : SessionState{};
   }
+  // A one-cycle session at `concurrency` whose roofline names `bound` (at `ratio` of it),
+  // with `p` as the search; the session's end state.
+  Result<SessionState> RunWithRoofline(search::Proposer& p, int concurrency, double ratio, const std::string& bound) {
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = &p;
+    svc.clock = &clock_;
+    svc.roofline = [=](const Config&, double, double) -> Result<RooflineNote> {
+      return RooflineNote{bound + " bound", ratio, false, bound};
+    };
+    spec::SessionSpec spec = Spec();
+    spec.budget.max_cycles = 1;
+    spec.workload.concurrency = concurrency;
+    Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
+    return c.Run();
+  }
   // A session in a child process that dies (_exit(0), like a kill -9) somewhere inside
   // it; what it left on disk.
   SessionState RunDyingChild(const spec::SessionSpec& spec, const std::vector<std::string>& ideas,
@@ -245,7 +261,11 @@ TEST_F(CoordinatorTest, ARetestPoolsThePairsOfItsInconclusiveLooks) {
 }
 
 // The framework phase ends after search.plateau candidates in a row without a KEEP;
-// with 0 it runs until the proposer has nothing left (or the budget ends it).
+// with 0 it runs until the proposer has nothing left (or the budget ends it). A session
+// whose cycle found no gain because the plateau ended its search says so: the stop
+// reason names the plateau (the demo of 2026-12-06 read "converged: the last cycle found
+// no gain" after 8 of its ideas, with more open); a proposer that ran dry reads
+// "converged".
 TEST_F(CoordinatorTest, ThePlateauIsTheSpecsAndZeroSpendsTheIdeas) {
   std::vector<std::string> ideas;
   for (int i = 0; i < 6; ++i) {
@@ -259,12 +279,13 @@ TEST_F(CoordinatorTest, ThePlateauIsTheSpecsAndZeroSpendsTheIdeas) {
     return std::string();
   };
   spec::SessionSpec spec = Spec();
-  spec.budget.max_cycles = 1;
+  spec.budget.max_cycles = 3;  // no gain ends the session after its first cycle
   spec.search.plateau = 3;
   ListProposer three(ideas);
   SessionState s = Run(spec, &three);
   EXPECT_EQ(s.candidates.size(), 3u);
   EXPECT_EQ(framework_note(s), "plateau: 3 candidates without a KEEP");
+  EXPECT_EQ(s.stop_reason, "plateau: 3 candidates without a KEEP (the last cycle found no gain)");
   auto fresh = sys::TempDir::Create("hone-coord");  // a second session, its own directory
   ASSERT_TRUE(fresh);
   dir_ = std::move(*fresh);
@@ -274,33 +295,6 @@ TEST_F(CoordinatorTest, ThePlateauIsTheSpecsAndZeroSpendsTheIdeas) {
   SessionState t = Run(spec, &all);
   EXPECT_EQ(t.candidates.size(), 6u);
   EXPECT_EQ(framework_note(t), "no more ideas");
-}
-
-// A session whose cycle found no gain because the plateau ended its search says so: the
-// stop reason names the plateau (the demo of 2026-12-06 read "converged: the last cycle
-// found no gain" after 8 of its ideas, with more open); a proposer that ran dry still
-// reads "converged".
-TEST_F(CoordinatorTest, APlateauStopNamesThePlateauNotConvergence) {
-  std::vector<std::string> ideas;
-  for (int i = 0; i < 6; ++i) {
-    ideas.push_back("n" + std::to_string(i) + "=1");
-    exec_.factors["n" + std::to_string(i) + "=1"] = 0.95;  // every one a REVERT
-  }
-  spec::SessionSpec spec = Spec();
-  spec.budget.max_cycles = 3;
-  spec.search.plateau = 3;
-  ListProposer three(ideas);
-  SessionState s = Run(spec, &three);
-  EXPECT_EQ(s.candidates.size(), 3u);
-  EXPECT_EQ(s.stop_reason, "plateau: 3 candidates without a KEEP (the last cycle found no gain)");
-  auto fresh = sys::TempDir::Create("hone-coord");
-  ASSERT_TRUE(fresh);
-  dir_ = std::move(*fresh);
-  exec_.run_dir = dir_->path().string();
-  spec.search.plateau = 0;
-  ListProposer all(ideas);
-  SessionState t = Run(spec, &all);
-  EXPECT_EQ(t.candidates.size(), 6u);
   EXPECT_EQ(t.stop_reason, "converged: the last cycle found no gain");
 }
 
@@ -610,19 +604,9 @@ class CapturingProposer final : public search::Proposer {
 TEST_F(CoordinatorTest, TheSearchGetsTheRooflineNoiseFloorAndBaselineMetrics) {
   exec_.factors = {{"a=1", 1.3}};
   CapturingProposer p;
-  SessionServices svc;
-  svc.executor = &exec_;
-  svc.proposer = &p;
-  svc.clock = &clock_;
-  svc.roofline = [&](const Config&, double, double) -> Result<RooflineNote> {
-    return RooflineNote{"memory-bandwidth bound", 0.4, false, "memory_bandwidth"};
-  };
-  spec::SessionSpec spec = Spec();
-  spec.budget.max_cycles = 1;
-  spec.workload.concurrency = 4;
-  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
-  auto s = c.Run();
+  auto s = RunWithRoofline(p, 4, 0.4, "memory_bandwidth");
   ASSERT_OK(s);
+  const spec::SessionSpec spec = Spec();
   ASSERT_FALSE(p.seen.empty());
   const search::ProposalContext& ctx = p.seen.front();
   ASSERT_TRUE(ctx.headroom.has_value());
@@ -649,18 +633,7 @@ TEST_F(CoordinatorTest, TheDiagnosisSeesTheServersQueueFromTheStockTrials) {
     r.running_mean = 3.6;
   };
   CapturingProposer p;
-  SessionServices svc;
-  svc.executor = &exec_;
-  svc.proposer = &p;
-  svc.clock = &clock_;
-  svc.roofline = [&](const Config&, double, double) -> Result<RooflineNote> {
-    return RooflineNote{"far below every ceiling: overhead", 0.09, false, "overhead"};
-  };
-  spec::SessionSpec spec = Spec();
-  spec.budget.max_cycles = 1;
-  spec.workload.concurrency = 16;
-  Coordinator c(spec, svc, Coordinator::NewState(spec, dir_->path().string(), clock_));
-  auto s = c.Run();
+  auto s = RunWithRoofline(p, 16, 0.09, "overhead");
   ASSERT_OK(s);
   ASSERT_FALSE(p.seen.empty());
   const search::ProposalContext& ctx = p.seen.front();
