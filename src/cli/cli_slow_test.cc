@@ -104,6 +104,21 @@ TEST_F(CliTest, SearchCompareWritesItsFilesIntoAFolderItCreates) {
   }
 }
 
+// `hone search compare --drift`: the replay's host drifts (said in the header), and a
+// drift outside [0, 1] is refused before any simulation.
+TEST_F(CliTest, SearchCompareDriftIsSaidAndBounded) {
+  const std::string surface = (testing::SourceDir() / "bench/search/surface-tiny-c2.json").string();
+  auto r = RunHone({"search", "compare", "--surface", surface, "--seeds", "2", "--budgets", "4", "--drift", "0.2"});
+  ASSERT_EQ(r.status.code, 0) << r.output;
+  EXPECT_NE(r.output.find("drift      the host drifts: trial values scaled by a factor whose log walks 20.0% per 10 "
+                          "minutes"),
+            std::string::npos)
+      << r.output;
+  auto bad = RunHone({"search", "compare", "--surface", surface, "--drift", "-0.1"});
+  EXPECT_EQ(bad.status.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--drift must be a log sd per 10 minutes in [0, 1]"), std::string::npos) << bad.output;
+}
+
 // `hone roofline --probe`: this host's CPU entry with the ceilings a session measures at
 // its start (read bandwidth, compute, the last-level cache), and a clear error where the
 // table has no entry for this host.

@@ -64,6 +64,7 @@ struct SearchOpts {
   int horizon = 0;
   int plateau = 0;
   double noise = -1;
+  double drift = 0;
   bool no_accuracy = false;  // record: no accuracy checks; compare: the gate left out
   bool recheck_accuracy = false;  // record: check every class again on a continued surface
   bool no_pool_retests = false;  // compare: measurement.pool_retests off
@@ -370,6 +371,11 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
   co.protocol.accuracy = !o.no_accuracy;
   co.protocol.measurement.pool_retests = !o.no_pool_retests;
   if (o.noise >= 0) co.protocol.noise = o.noise;
+  if (o.drift < 0 || o.drift > 1) {
+    std::fprintf(stderr, "hone: error: --drift must be a log sd per 10 minutes in [0, 1] (0.1: ~10%%)\n");
+    return 2;
+  }
+  co.protocol.drift = o.drift;
   if (!o.budgets.empty()) {
     co.budgets.clear();
     for (const std::string& b : Split(o.budgets, ',')) {
@@ -658,6 +664,9 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
                       "End a run after N candidates in a row without a KEEP, as a session's framework phase does "
                       "(default 0: matched budgets only)");
   compare->add_option("--noise", o->noise, "Relative noise of one trial (default: the surface's recorded spread)");
+  compare->add_option("--drift", o->drift,
+                      "Host drift: the log of a factor on every trial walks with this sd per 10 minutes of trials "
+                      "(default 0: none)");
   compare->add_flag("--no-accuracy", o->no_accuracy, "Leave the recorded accuracy gate out");
   compare->add_flag("--no-pool-retests", o->no_pool_retests,
                     "Judge a re-test on its own pairs alone (measurement.pool_retests: false)");

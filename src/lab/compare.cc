@@ -250,6 +250,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   std::sort(r.budgets.begin(), r.budgets.end());
   const int max_budget = r.budgets.back();
   r.noise = options.protocol.noise ? *options.protocol.noise : facts.noise;
+  r.drift = options.protocol.drift;
   r.best = best->mean();
   r.best_config = best->config.ToString();
   r.stock_quality = surface.Quality(stock->mean());
@@ -477,6 +478,11 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
   }
   line("planner    diagnosis of the stock baseline: %s (%s)\n",
        std::string(search::BottleneckName(r.diagnosis.bottleneck)).c_str(), r.diagnosis.evidence.c_str());
+  if (r.drift > 0) {
+    line("drift      the host drifts: trial values scaled by a factor whose log walks %.1f%% per 10 minutes of "
+         "trials (--drift)\n",
+         r.drift * 100);
+  }
   line("protocol   the session's, on the recorded noise: A/A prelude (median noise floor %.1f%%, keep threshold "
        "%.1f%%), screen, accuracy gate%s, %d-%d paired looks%s; a candidate = one configuration judged%s\n",
        r.noise_floor_median * 100, r.keep_threshold_median * 100, surface.accuracy_checked() > 0 ? "" : " (not recorded: off)",

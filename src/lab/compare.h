@@ -103,6 +103,7 @@ struct CompareReport {
   int seeds = 0;
   std::vector<int> budgets;
   double noise = 0;
+  double drift = 0;  // ProtocolOptions::drift (0: none)
   double noise_floor_median = 0;  // the A/A floor the replayed preludes measured
   double keep_threshold_median = 0;
   double best = 0;

@@ -43,9 +43,11 @@ SurfaceSession::SurfaceSession(const search::ResponseSurface& surface, const Sur
 
 double SurfaceSession::Measure(const search::SurfacePoint& p) {
   // Lognormal with relative sd ~ noise and the recorded mean as its mean.
-  double m = p.mean() * std::exp(noise_ * rng_.NextGaussian() - 0.5 * noise_ * noise_);
-  elapsed_s_ += facts_.trial_s[Index(p)];
+  double m = p.mean() * std::exp(noise_ * rng_.NextGaussian() - 0.5 * noise_ * noise_ + drift_log_);
+  const double seconds = facts_.trial_s[Index(p)];
+  elapsed_s_ += seconds;
   ++trials_;
+  if (options_.drift > 0) drift_log_ += options_.drift * std::sqrt(seconds / 600.0) * rng_.NextGaussian();
   return m;
 }
 

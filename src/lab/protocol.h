@@ -64,6 +64,12 @@ struct ProtocolOptions {
   bool accuracy = true;  // the gate, from the points' recorded outcomes (none recorded: no gate)
   // Relative noise of one trial; unset: the surface's pooled repeat spread.
   std::optional<double> noise;
+  // Host drift: every trial's value is scaled by a factor whose log walks (Brownian in
+  // the run's trial time) with this sd per 10 minutes; 0: none. A recorded surface holds
+  // each point's mean, not the hour it was measured in; live hosts drift (a demo's stock
+  // ran 580-630 tok/s, then every change screened 11-19% below it), and drift is what a
+  // protocol's unpaired steps (the screen) are exposed to.
+  double drift = 0;
 };
 
 // One judged candidate: the observation the proposer gets, and what it cost.
@@ -115,6 +121,7 @@ class SurfaceSession {
   };
   std::map<std::pair<const search::SurfacePoint*, const search::SurfacePoint*>, Pooled> pooled_;
   double elapsed_s_ = 0;
+  double drift_log_ = 0;  // the host's log speed factor now (ProtocolOptions::drift)
   int trials_ = 0;
   int candidates_ = 0;
 };

@@ -51,6 +51,31 @@ TEST_F(ProtocolTest, PreludeMeasuresTheNoiseFloorOnTheStock) {
   EXPECT_GT(more, 0);
 }
 
+// --drift: the host's speed walks over the run's trial time. Without trial noise the
+// stock's A/A floor is then no longer 0 and later trials sit elsewhere than the first;
+// with drift 0 nothing of a run changes (the committed comparisons reproduce).
+TEST_F(ProtocolTest, DriftMovesTheHostsSpeedOverTheRunsTrials) {
+  search::ResponseSurface s = DemoSurface(0.0, 60.0);  // one minute a trial
+  SurfaceFacts f = SurfaceFacts::Of(s);
+  ProtocolOptions still;
+  still.noise = 0.0;
+  ProtocolOptions drifting = still;
+  drifting.drift = 0.3;
+  SurfaceSession a(s, f, demo_.catalog, still, 7), b(s, f, demo_.catalog, still, 7);
+  a.Prelude();
+  b.Prelude();
+  EXPECT_DOUBLE_EQ(a.noise_floor(), 0.0);
+  EXPECT_DOUBLE_EQ(a.noise_floor(), b.noise_floor());
+  int moved = 0;
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    SurfaceSession d(s, f, demo_.catalog, drifting, seed);
+    d.Prelude();
+    moved += d.noise_floor() > 0.001;
+    EXPECT_LE(d.trials(), 10);
+  }
+  EXPECT_EQ(moved, 10);  // six one-minute trials at 30% per 10 minutes: the pairs differ
+}
+
 TEST_F(ProtocolTest, EachVerdictCostsWhatTheCoordinatorWouldSpend) {
   search::ResponseSurface s = DemoSurface(0.0, 2.0);
   // a=2 never launches.
