@@ -306,7 +306,8 @@ kb: {enabled: false}
 // `hone search record` as the surfaces in bench/search were made: every grid point
 // measured on the real server, each numerics class checked once by the accuracy gate,
 // every trial saved as it ends; a second run continues the file, and --recheck-accuracy
-// drops the accuracy results and checks every class again.
+// drops the accuracy results and checks every class again; a run with another axis grows
+// the file onto the larger grid.
 TEST_F(CliLlamaTest, SearchRecordMeasuresTheGridChecksEachNumericsClassAndContinues) {
   const std::string f16 = Path("rec-tiny-f16.gguf");
   ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
@@ -360,6 +361,36 @@ kb: {enabled: false}
     EXPECT_TRUE(again["points"][i].contains("accuracy"));
     EXPECT_EQ(again["points"][i]["samples"], surface["points"][i]["samples"]);
   }
+  // Grown onto a larger grid (another knob): the 4 recorded points are kept, only the 4
+  // new ones are measured, and they share their numerics class's accuracy outcome.
+  std::vector<std::string> grow = args;
+  for (const char* a : {"--axis", "ubatch_size=64,512", "--stock", "ubatch_size=512"}) grow.push_back(a);
+  r = RunHone(grow, 300s);
+  ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+  EXPECT_NE(r.output.find("extending " + out + ": its 4 points are kept in the new grid of 8"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("continuing " + out + ": 4 of 8 points measured"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("8 of 8 points measured"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\naccuracy "), std::string::npos) << "no class is new: " << r.output;
+  nlohmann::json grown = load();
+  ASSERT_EQ(grown["points"].size(), 8u);
+  int carried = 0;
+  for (const auto& p : grown["points"]) {
+    EXPECT_FALSE(p["samples"].empty()) << p.dump();
+    EXPECT_TRUE(p.contains("accuracy")) << p.dump();
+    for (const auto& q : again["points"]) {
+      nlohmann::json c = q["config"];
+      c["ubatch_size"] = "512";
+      if (c == p["config"]) {
+        // Its recorded samples first (a second look may add one).
+        ASSERT_GE(p["samples"].size(), q["samples"].size()) << p.dump();
+        for (size_t i = 0; i < q["samples"].size(); ++i) EXPECT_EQ(p["samples"][i], q["samples"][i]) << p.dump();
+        ++carried;
+      }
+    }
+  }
+  EXPECT_EQ(carried, 4);
+  EXPECT_NE(grown["info"].value("extended_from", "").find("4 points: weights{f16,q8_0} x threads{1,2}"),
+            std::string::npos) << grown["info"].dump();
 }
 
 // Two real sessions on llama-server, as a user runs them: a cold one, then a warm one

@@ -155,7 +155,16 @@ Status RecordAccuracy(search::ResponseSurface& surface, const target::KnobCatalo
   for (size_t c = 0; c < classes.size(); ++c) {
     if (static_cast<int>(c % static_cast<size_t>(shards)) != shard) continue;
     const std::vector<size_t>& members = classes[c];
-    if (surface.points()[members[0]].accuracy) continue;  // checked in an earlier run
+    // Checked in an earlier run: points added since (a grown grid) share its outcome.
+    auto checked = std::find_if(members.begin(), members.end(),
+                                [&](size_t i) { return surface.points()[i].accuracy.has_value(); });
+    if (checked != members.end()) {
+      const search::PointAccuracy acc = *surface.points()[*checked].accuracy;
+      for (size_t i : members) {
+        if (!surface.points()[i].accuracy) surface.mutable_points()[i].accuracy = acc;
+      }
+      continue;
+    }
     const search::SurfacePoint* rep = nullptr;
     int rep_same = -1;
     for (size_t i : members) {
@@ -216,11 +225,23 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
   if (sys::FileExists(o.out)) {
     auto old = search::ResponseSurface::Load(o.out);
     if (!old) return ReportError(old.error());
-    if (old->points().size() != surface.points().size() || !(old->stock() == surface.stock())) {
-      return ReportError(Error{ErrorCode::kFailedPrecondition,
-                               o.out + " holds a different grid; remove it or pick another --out", {}});
+    const bool same = old->points().size() == surface.points().size() && old->stock() == surface.stock();
+    if (same) {
+      surface = std::move(*old);
+    } else {
+      // A larger grid that holds the recorded one: its points are carried over.
+      const size_t before = old->points().size();
+      auto grown = search::ExtendSurface(*old, std::move(surface));
+      if (!grown) {
+        return ReportError(Error{ErrorCode::kFailedPrecondition,
+                                 o.out + " holds a different grid (" + grown.error().message +
+                                     "); remove it or pick another --out",
+                                 {}});
+      }
+      surface = std::move(*grown);
+      std::printf("extending %s: its %zu points are kept in the new grid of %zu\n", o.out.c_str(), before,
+                  surface.points().size());
     }
-    surface = std::move(*old);
     std::printf("continuing %s: %d of %zu points measured\n", o.out.c_str(), surface.measured(),
                 surface.points().size());
     if (o.recheck_accuracy && surface.accuracy_checked() > 0) {

@@ -97,6 +97,69 @@ TEST_F(BaselinesTest, SurfaceRoundTripsAndMeasuresItsNoise) {
   EXPECT_NE(r.error().message.find("stock configuration is not a grid point"), std::string::npos);
 }
 
+// A surface grows over sessions: more values of a knob and another knob, its recorded
+// points carried onto the larger grid (at the stock's value of the added knob), nothing
+// else; a grid that drops a value or an axis, or moves the stock, is another grid.
+TEST_F(BaselinesTest, ASurfaceGrowsOntoALargerGridKeepingWhatItRecorded) {
+  ResponseSurface old = ResponseSurface::Grid({{"a", {"4", "16"}}, {"b", {"x", "y"}}}, Config{{"a", "4"}, {"b", "x"}});
+  for (size_t i = 0; i < old.points().size(); ++i) {
+    SurfacePoint& p = old.mutable_points()[i];
+    p.samples = {100.0 + static_cast<double>(i), 101.0 + static_cast<double>(i)};
+    p.seconds = {10, 11};
+    p.trial_ids = {"s000" + std::to_string(i)};
+    p.accuracy = PointAccuracy{.passed = p.config.GetOr("b", "") == "x", .of = "b=" + p.config.GetOr("b", "")};
+  }
+  old.mutable_points()[3].samples.clear();
+  old.mutable_points()[3].failure_kind = "out_of_memory";
+  old.info()["trials"] = "7";
+  old.info()["extended_from"] = "1 points: a{4}";
+  auto grid = [] {
+    return ResponseSurface::Grid({{"a", {"4", "8", "16"}}, {"b", {"x", "y"}}, {"c", {"on", "off"}}},
+                                 Config{{"a", "4"}, {"b", "x"}, {"c", "on"}});
+  };
+  ASSERT_OK_AND_ASSIGN(ResponseSurface grown, ExtendSurface(old, grid()));
+  EXPECT_EQ(grown.points().size(), 12u);
+  EXPECT_EQ(grown.measured(), 3);
+  EXPECT_EQ(grown.failed(), 1);
+  EXPECT_EQ(grown.accuracy_checked(), 4);
+  for (const SurfacePoint& p : old.points()) {
+    Config at = p.config;
+    at.Set("c", "on");
+    const SurfacePoint* q = grown.Find(at);
+    ASSERT_NE(q, nullptr) << at.ToString();
+    EXPECT_EQ(q->config, at);
+    EXPECT_EQ(q->samples, p.samples);
+    EXPECT_EQ(q->seconds, p.seconds);
+    EXPECT_EQ(q->trial_ids, p.trial_ids);
+    EXPECT_EQ(q->failure_kind, p.failure_kind);
+    EXPECT_EQ(q->accuracy->of, p.accuracy->of);
+  }
+  const SurfacePoint* fresh = grown.Find(Config{{"a", "8"}, {"b", "x"}, {"c", "on"}});
+  ASSERT_NE(fresh, nullptr);
+  EXPECT_TRUE(fresh->samples.empty());
+  EXPECT_FALSE(fresh->accuracy.has_value());
+  EXPECT_TRUE(grown.Find(Config{{"a", "4"}, {"b", "x"}, {"c", "off"}})->samples.empty());
+  EXPECT_EQ(grown.info().at("trials"), "7");
+  EXPECT_EQ(grown.info().at("extended_from"), "1 points: a{4}; 4 points: a{4,16} x b{x,y}");
+  // Saved and loaded, it is a surface like any other.
+  std::string path = (dir_->path() / "grown.json").string();
+  ASSERT_OK(grown.Save(path));
+  ASSERT_OK_AND_ASSIGN(ResponseSurface back, ResponseSurface::Load(path));
+  EXPECT_EQ(back.points().size(), 12u);
+  // Not a larger grid holding the old one.
+  auto dropped_value = ExtendSurface(old, ResponseSurface::Grid({{"a", {"4", "8"}}, {"b", {"x", "y"}}},
+                                                                Config{{"a", "4"}, {"b", "x"}}));
+  ASSERT_FALSE(dropped_value);
+  EXPECT_NE(dropped_value.error().message.find("drops a=16"), std::string::npos) << dropped_value.error().message;
+  auto dropped_axis = ExtendSurface(old, ResponseSurface::Grid({{"a", {"4", "16"}}}, Config{{"a", "4"}}));
+  ASSERT_FALSE(dropped_axis);
+  EXPECT_NE(dropped_axis.error().message.find("drops the axis b"), std::string::npos);
+  auto moved = ExtendSurface(old, ResponseSurface::Grid({{"a", {"4", "16"}}, {"b", {"x", "y"}}},
+                                                        Config{{"a", "16"}, {"b", "x"}}));
+  ASSERT_FALSE(moved);
+  EXPECT_NE(moved.error().message.find("stock's a differs"), std::string::npos);
+}
+
 TEST_F(BaselinesTest, RandomSearchNeverRepeatsAndGridCoversItsCoarseAxes) {
   DomainOptions d;
   d.fixed = {{"a", {"1", "2", "4", "8", "16"}}, {"b", {"x", "y", "z"}}, {"c", {"on", "off"}}};

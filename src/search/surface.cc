@@ -274,6 +274,40 @@ std::vector<std::vector<size_t>> NumericsClasses(const ResponseSurface& surface,
   return out;
 }
 
+Result<ResponseSurface> ExtendSurface(const ResponseSurface& old, ResponseSurface grid) {
+  std::string shape;  // "parallel{4,16} x weights{f16,q8_0}"
+  for (const SurfaceAxis& a : old.axes()) {
+    auto it = std::find_if(grid.axes().begin(), grid.axes().end(), [&](const SurfaceAxis& b) { return b.knob == a.knob; });
+    if (it == grid.axes().end()) return FailedPrecondition("the new grid drops the axis " + a.knob);
+    for (const std::string& v : a.values) {
+      if (std::find(it->values.begin(), it->values.end(), v) == it->values.end()) {
+        return FailedPrecondition("the new grid drops " + a.knob + "=" + v);
+      }
+    }
+    shape += (shape.empty() ? "" : " x ") + a.knob + "{" + Join(a.values, ",") + "}";
+  }
+  for (const SurfaceAxis& b : grid.axes()) {
+    if (old.stock().Get(b.knob) != grid.stock().Get(b.knob) && old.stock().Has(b.knob)) {
+      return FailedPrecondition("the stock's " + b.knob + " differs");
+    }
+  }
+  for (const SurfacePoint& p : old.points()) {
+    Config at = grid.stock();
+    for (const auto& [k, v] : p.config.values()) at.Set(k, v);
+    SurfacePoint* t = grid.MutableFind(at);
+    if (!t) return FailedPrecondition("no point of the new grid for " + p.config.ToString());
+    Config config = t->config;
+    *t = p;
+    t->config = std::move(config);
+  }
+  grid.info() = old.info();
+  grid.set_maximize(old.maximize());
+  std::string from = std::to_string(old.points().size()) + " points: " + shape;
+  auto& ext = grid.info()["extended_from"];
+  ext = ext.empty() ? from : ext + "; " + from;
+  return grid;
+}
+
 Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts) {
   if (parts.empty()) return InvalidArgument("nothing to merge");
   ResponseSurface out = parts[0];

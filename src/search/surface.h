@@ -151,6 +151,15 @@ std::vector<RecordStep> RecordPlan(const ResponseSurface& surface, int repeats, 
 // one accuracy check answers for the group. Without such axes: one group of every point.
 std::vector<std::vector<size_t>> NumericsClasses(const ResponseSurface& surface, const target::KnobCatalog& catalog);
 
+// A recording carried onto a larger grid: `grid` (unmeasured, from Grid()) holds every
+// axis of `old` with at least its values, may add axes, and has the same stock; each
+// of old's points (at the stock's value of every added axis) gives its samples, times,
+// trial ids, failure and accuracy to the matching point of `grid`, and old's info is
+// kept with "extended_from" naming the smaller grid. So a surface grows over sessions
+// (more values of a knob, another knob) without measuring its points again; anything
+// else is a different grid (FailedPrecondition).
+Result<ResponseSurface> ExtendSurface(const ResponseSurface& old, ResponseSurface grid);
+
 // Joins recordings of the same grid (shards, or runs on different days): samples,
 // times and trial ids are concatenated, a failure or an accuracy outcome from any of
 // them is kept, info is the first's with the trial counts and seconds added up.

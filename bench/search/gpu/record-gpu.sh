@@ -91,8 +91,10 @@ case $op in
           --stock weights=f16 --stock flash_attn=auto --stock cache_type_k=f16 --stock ggml_cuda_disable_fusion=0
           --stock ggml_cuda_graph_opt=0 --stock ubatch_size=512)
     repeats=(--repeats 1 --repeat-fraction 0.25) ;;
-  c16h100)  # one H100, one session: 64 points, 6 knobs, once each and a quarter twice
-    axes=(--axis parallel=4,16 --axis ubatch_size=512,2048 --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0
+  c16h100)  # one H100: 64 points over two sessions (parallel{4,16}), grown to 128 in a third
+    # (parallel{4,8,16,32}: the recorded points are kept, `hone search record` measures the
+    # new ones); once each and a quarter twice
+    axes=(--axis parallel=4,8,16,32 --axis ubatch_size=512,2048 --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0
           --axis ggml_cuda_graph_opt=0,1 --axis backend_sampling=off,on
           --stock parallel=4 --stock ubatch_size=512 --stock cache_type_k=f16 --stock weights=f16
           --stock ggml_cuda_graph_opt=0 --stock backend_sampling=off)
