@@ -117,6 +117,13 @@ TEST_F(CliTest, SearchCompareDriftIsSaidAndBounded) {
   auto bad = RunHone({"search", "compare", "--surface", surface, "--drift", "-0.1"});
   EXPECT_EQ(bad.status.code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--drift must be a log sd per 10 minutes in [0, 1]"), std::string::npos) << bad.output;
+  // The screen's re-check is the session's (2 drops in a row) unless told otherwise.
+  EXPECT_NE(r.output.find("screen (after 2 drops in a row the incumbent is measured again)"), std::string::npos)
+      << r.output;
+  auto off = RunHone({"search", "compare", "--surface", surface, "--seeds", "2", "--budgets", "4", "--screen-recheck", "0"});
+  ASSERT_EQ(off.status.code, 0) << off.output;
+  EXPECT_NE(off.output.find("screen (its reference never re-checked)"), std::string::npos) << off.output;
+  EXPECT_NE(RunHone({"search", "compare", "--surface", surface, "--screen-recheck", "-1"}).status.code, 0);
 }
 
 // `hone roofline --probe`: this host's CPU entry with the ceilings a session measures at

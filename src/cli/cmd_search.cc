@@ -68,6 +68,7 @@ struct SearchOpts {
   bool no_accuracy = false;  // record: no accuracy checks; compare: the gate left out
   bool recheck_accuracy = false;  // record: check every class again on a continued surface
   bool no_pool_retests = false;  // compare: measurement.pool_retests off
+  int screen_recheck = -1;       // compare: measurement.screen_recheck (-1: the session's default)
   int jobs = 1;
   std::string out_dir;
   std::string framework = "llama.cpp";
@@ -391,6 +392,7 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
   co.jobs = o.jobs;
   co.protocol.accuracy = !o.no_accuracy;
   co.protocol.measurement.pool_retests = !o.no_pool_retests;
+  if (o.screen_recheck >= 0) co.protocol.measurement.screen_recheck = o.screen_recheck;
   if (o.noise >= 0) co.protocol.noise = o.noise;
   if (o.drift < 0 || o.drift > 1) {
     std::fprintf(stderr, "hone: error: --drift must be a log sd per 10 minutes in [0, 1] (0.1: ~10%%)\n");
@@ -691,6 +693,10 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   compare->add_flag("--no-accuracy", o->no_accuracy, "Leave the recorded accuracy gate out");
   compare->add_flag("--no-pool-retests", o->no_pool_retests,
                     "Judge a re-test on its own pairs alone (measurement.pool_retests: false)");
+  compare->add_option("--screen-recheck", o->screen_recheck,
+                      "Screen drops in a row before the next drop re-measures the incumbent "
+                      "(measurement.screen_recheck; 0 = never; default the session's 2)")
+      ->check(CLI::NonNegativeNumber);
   compare->add_option("--jobs", o->jobs, "Threads (seeds run in parallel)");
   compare->add_option("--version", o->version, "Framework version for the catalog (default 0.4.0)");
   compare->add_option("--seed", o->seed, "Base seed");

@@ -243,6 +243,7 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   r.horizon = options.horizon > 0 ? std::min(options.horizon, r.points - 1) : r.points - 1;
   r.plateau = options.plateau;
   r.pool_retests = options.protocol.measurement.pool_retests;
+  r.screen_recheck = options.protocol.measurement.screen_recheck;
   r.min_pairs = options.protocol.measurement.min_pairs;
   r.max_pairs = options.protocol.measurement.max_pairs;
   r.seeds = options.seeds;
@@ -484,8 +485,12 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
          r.drift * 100);
   }
   line("protocol   the session's, on the recorded noise: A/A prelude (median noise floor %.1f%%, keep threshold "
-       "%.1f%%), screen, accuracy gate%s, %d-%d paired looks%s; a candidate = one configuration judged%s\n",
-       r.noise_floor_median * 100, r.keep_threshold_median * 100, surface.accuracy_checked() > 0 ? "" : " (not recorded: off)",
+       "%.1f%%), screen%s, accuracy gate%s, %d-%d paired looks%s; a candidate = one configuration judged%s\n",
+       r.noise_floor_median * 100, r.keep_threshold_median * 100,
+       r.screen_recheck > 0
+           ? (" (after " + std::to_string(r.screen_recheck) + " drops in a row the incumbent is measured again)").c_str()
+           : " (its reference never re-checked)",
+       surface.accuracy_checked() > 0 ? "" : " (not recorded: off)",
        r.min_pairs, r.max_pairs,
        r.pool_retests ? ", a re-test pools its INCONCLUSIVE looks" : ", a re-test judged alone",
        r.plateau > 0 ? ("; a run ends after " + std::to_string(r.plateau) +

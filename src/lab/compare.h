@@ -99,6 +99,7 @@ struct CompareReport {
   int horizon = 0;
   int plateau = 0;  // CompareOptions::plateau
   bool pool_retests = true;  // the protocol's measurement.pool_retests
+  int screen_recheck = 0;    // the protocol's measurement.screen_recheck
   int min_pairs = 3, max_pairs = 9;  // the protocol's paired looks
   int seeds = 0;
   std::vector<int> budgets;

@@ -82,8 +82,14 @@ void SurfaceSession::Prelude() {
   noise_floor_ = measure::NoiseFloor(base, aa);
   best_values_ = base;
   best_values_.insert(best_values_.end(), aa.begin(), aa.end());
+  reference_size_ = best_values_.size();
   // The accuracy reference: the stock's outputs, captured once.
   if (options_.accuracy && facts_.accuracy) elapsed_s_ += facts_.accuracy_s[Index(stock)];
+}
+
+void SurfaceSession::Refresh(double fresh) {
+  session::AddToScreenReference(best_values_, nullptr, fresh, "", reference_size_, options_.measurement.screen_drop,
+                                surface_.maximize());
 }
 
 namespace {
@@ -134,8 +140,21 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
       step.obs.failure_kind = FailedKind(*p);
       return done(FailedVerdict(*p), 0);
     }
-    double better = Better(Measure(*p), Mean(best_values_), maximize);
-    if (better < -m.screen_drop) return done(Verdict::kScreenedOut, better);
+    const double value = Measure(*p);
+    double better = Better(value, Mean(best_values_), maximize);
+    if (better < -m.screen_drop && m.screen_recheck > 0 && screen_drops_in_row_ >= m.screen_recheck) {
+      // Drops in a row: is it the changes, or the host? The incumbent once more; the
+      // candidate is dropped only when it is worse than that trial as well.
+      const double fresh = Measure(*incumbent_);
+      Refresh(fresh);
+      screen_drops_in_row_ = 0;
+      better = std::max(better, Better(value, fresh, maximize));
+    }
+    if (better < -m.screen_drop) {
+      ++screen_drops_in_row_;
+      return done(Verdict::kScreenedOut, better);
+    }
+    screen_drops_in_row_ = 0;
   }
   bool accuracy_checked = false;
   const bool gate = options_.accuracy && facts_.accuracy;  // a surface without outcomes: no gate
@@ -187,6 +206,7 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
   if (verdict == Verdict::kKeep) {
     incumbent_ = p;
     best_values_ = b;
+    reference_size_ = b.size();
   }
   return done(verdict, r.gain);
 }

@@ -7,8 +7,12 @@
 //              by > 10%): the noise floor is the median |A2/A1 - 1|, and the stock's
 //              values are the incumbent's reference for screening;
 //   screen     one trial of the candidate; a launch failure ends it (LAUNCH_FAILED), a
-//              value more than screen_drop below the incumbent's mean drops it
-//              (SCREENED_OUT, with its measured gain);
+//              value more than screen_drop below the reference (the incumbent's latest
+//              trials) drops it (SCREENED_OUT, with its measured gain); after
+//              screen_recheck drops in a row the next drop first measures the incumbent
+//              once more (it joins the reference, or restarts it when the host moved by
+//              more than screen_drop) and the candidate is dropped only when it is worse
+//              than that trial as well;
 //   accuracy   before the pairs when the change is risky (a knob of medium or high
 //              accuracy risk), after a KEEP otherwise: the point's recorded gate
 //              outcome; a failure is ACCURACY_FAILED;
@@ -112,7 +116,10 @@ class SurfaceSession {
   double noise_ = 0;
   double noise_floor_ = 0;
   const search::SurfacePoint* incumbent_ = nullptr;
-  std::vector<double> best_values_;
+  std::vector<double> best_values_;  // the screen's reference: the incumbent's latest trials
+  size_t reference_size_ = 0;        // how many it keeps (as many as the baseline's or KEEP's)
+  int screen_drops_in_row_ = 0;
+  void Refresh(double fresh);
   std::set<std::string> tried_;  // config hashes measured (the coordinator's ctx.tried)
   // INCONCLUSIVE comparisons a re-test continues, by (incumbent, candidate) point.
   struct Pooled {

@@ -76,6 +76,46 @@ TEST_F(ProtocolTest, DriftMovesTheHostsSpeedOverTheRunsTrials) {
   EXPECT_EQ(moved, 10);  // six one-minute trials at 30% per 10 minutes: the pairs differ
 }
 
+// The replay's screen re-checks its reference as a session's does: on a flat surface (every
+// change a no-op) under drift, a drop after two in a row measures the incumbent again (a
+// second trial in the step) and fewer no-ops are screened out than with the reference
+// never re-checked; without drift or noise nothing is dropped and nothing re-checked.
+TEST_F(ProtocolTest, ScreenDropsInARowReMeasureTheIncumbentUnderDrift) {
+  search::ResponseSurface s = DemoSurface(0.0, 60.0);
+  for (search::SurfacePoint& p : s.mutable_points()) p.samples = {100, 100};
+  SurfaceFacts f = SurfaceFacts::Of(s);
+  std::vector<Config> changes;
+  for (const search::SurfacePoint& p : s.points()) {
+    if (!(p.config == s.stock())) changes.push_back(p.config.DeltaFrom(s.stock()));
+  }
+  auto dropped = [&](int recheck, double drift, int* rechecks) {
+    int n = 0;
+    for (uint64_t seed = 1; seed <= 20; ++seed) {
+      ProtocolOptions o;
+      o.noise = 0.0;
+      o.drift = drift;
+      o.accuracy = false;
+      o.measurement.screen_recheck = recheck;
+      SurfaceSession session(s, f, demo_.catalog, o, seed);
+      session.Prelude();
+      for (const Config& d : changes) {
+        Step step = session.Evaluate(Cand(d));
+        if (step.obs.verdict == Verdict::kScreenedOut) {
+          ++n;
+          if (rechecks && step.trials == 2) ++*rechecks;
+        }
+      }
+    }
+    return n;
+  };
+  int rechecks = 0;
+  const int with = dropped(2, 0.5, &rechecks), without = dropped(0, 0.5, nullptr);
+  EXPECT_GT(without, 0) << "drift makes no-ops look like losers";
+  EXPECT_LT(with, without);
+  EXPECT_GT(rechecks, 0) << "a drop after a re-check costs two trials";
+  EXPECT_EQ(dropped(2, 0.0, nullptr), 0);
+}
+
 TEST_F(ProtocolTest, EachVerdictCostsWhatTheCoordinatorWouldSpend) {
   search::ResponseSurface s = DemoSurface(0.0, 2.0);
   // a=2 never launches.

@@ -311,6 +311,7 @@ std::string RenderMarkdown(const ReportInput& in) {
   for (const auto& c : s.candidates) {
     std::string trials = Join(c.candidate_trials, ",");
     if (!c.screen_trial.empty()) trials = "screen " + c.screen_trial + (trials.empty() ? "" : "; " + trials);
+    if (!c.recheck_trial.empty()) trials += "; incumbent re-checked " + c.recheck_trial;
     line("| " + Md(c.id) + " | " + std::string(session::CandidatePhaseName(c.phase)) + " c" + std::to_string(c.cycle) +
          " | `" + Md(c.Change()) + "` | **" + V(c.verdict) + "**" + (Flagged(c) ? " (flagged)" : "") + " | " +
          (c.pairs ? Pct(c.gain) : "") + " | " + (c.pairs ? "[" + F("%.3f", c.ci_lo) + ", " + F("%.3f", c.ci_hi) + "]" : "") +

@@ -1,9 +1,11 @@
 #include "session/comparison.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/check.h"
+#include "core/stats.h"
 #include "core/strings.h"
 #include "search/proposer.h"
 
@@ -46,6 +48,24 @@ void PairLog::AddB(const measure::TrialOutcome& o) {
 
 int PlannedLooks(int min_pairs, int max_pairs, int pair_step) {
   return (max_pairs - min_pairs) / std::max(1, pair_step) + 1;
+}
+
+void AddToScreenReference(std::vector<double>& values, std::vector<std::string>* ids, double fresh,
+                          const std::string& id, size_t keep, double tolerance, bool maximize) {
+  if (!values.empty()) {
+    const double mean = Mean(values);
+    const double moved = mean > 0 && fresh > 0 ? (maximize ? fresh / mean - 1 : mean / fresh - 1) : 0.0;
+    if (std::abs(moved) > tolerance) {
+      values.clear();
+      if (ids) ids->clear();
+    }
+  }
+  values.push_back(fresh);
+  if (ids) ids->push_back(id);
+  while (values.size() > std::max<size_t>(keep, 1)) {
+    values.erase(values.begin());
+    if (ids && !ids->empty()) ids->erase(ids->begin());
+  }
 }
 
 measure::VerdictResult JudgePairs(const PairPlan& plan, const PairLog& log) {

@@ -107,6 +107,15 @@ struct PairPlan {
 // Looks a sequential comparison plans: min_pairs, then every pair_step up to max_pairs.
 int PlannedLooks(int min_pairs, int max_pairs, int pair_step);
 
+// The screen's reference (measurement.screen_recheck): the incumbent's latest trials, at
+// most `keep` of them. One more incumbent trial joins it (the oldest leaves); a trial
+// more than `tolerance` off the reference's mean (direction-adjusted) restarts it: the
+// host moved, and what it measured before is no reference now. `ids` (may be null)
+// follows `values`. The session (Coordinator::Assess) and the replay
+// (lab::SurfaceSession) share it.
+void AddToScreenReference(std::vector<double>& values, std::vector<std::string>* ids, double fresh,
+                          const std::string& id, size_t keep, double tolerance, bool maximize);
+
 enum class ComparisonEnd {
   kComplete,     // decided at a look, or at the last planned look; A/A: all pairs measured
   kBudget,       // no budget for another pair (judged when at least min_pairs were measured)

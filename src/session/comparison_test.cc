@@ -352,5 +352,29 @@ TEST_F(ComparisonTest, AFaultedTrialEndsTheComparisonAndIsNeverKept) {
   EXPECT_EQ(d.reason, "faulted: t0004: connection_reset x3");
 }
 
+// The screen's reference: the latest `keep` incumbent trials; a trial more than the
+// tolerance off their mean restarts it (the host moved); ids follow the values.
+TEST(ScreenReferenceTest, AFreshTrialReplacesTheOldestOrRestartsAMovedReference) {
+  std::vector<double> v = {100, 102, 98};
+  std::vector<std::string> ids = {"t1", "t2", "t3"};
+  AddToScreenReference(v, &ids, 101, "t9", 3, 0.10, true);
+  EXPECT_EQ(v, (std::vector<double>{102, 98, 101}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"t2", "t3", "t9"}));
+  AddToScreenReference(v, &ids, 85, "t10", 3, 0.10, true);  // 15% below: the host slowed
+  EXPECT_EQ(v, (std::vector<double>{85}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"t10"}));
+  AddToScreenReference(v, &ids, 86, "t11", 3, 0.10, true);  // grows back to `keep`
+  AddToScreenReference(v, &ids, 84, "t12", 3, 0.10, true);
+  AddToScreenReference(v, &ids, 85, "t13", 3, 0.10, true);
+  EXPECT_EQ(v, (std::vector<double>{86, 84, 85}));
+  EXPECT_EQ(ids.front(), "t11");
+  // A latency (minimize): 20% higher is 1/1.2 - 1 = -17% better, beyond 10%.
+  std::vector<double> lat = {10, 10};
+  AddToScreenReference(lat, nullptr, 12, "", 2, 0.10, false);
+  EXPECT_EQ(lat, (std::vector<double>{12}));
+  AddToScreenReference(lat, nullptr, 12.5, "", 2, 0.10, false);
+  EXPECT_EQ(lat, (std::vector<double>{12, 12.5}));
+}
+
 }  // namespace
 }  // namespace hone::session

@@ -144,6 +144,65 @@ class CoordinatorTest : public ::testing::Test {
   std::unique_ptr<sys::TempDir> dir_;
 };
 
+// The host slows by 15% once the search starts (the CI demo's drift): against the
+// baseline's mean every no-op change looks 15% worse. After two screen drops in a row the
+// third drop measures the incumbent again: it ran as slow, so the reference restarts from
+// that trial and the change goes on to its pairs, and the next change passes the screen.
+// With measurement.screen_recheck 0 every change is screened out.
+TEST_F(CoordinatorTest, ScreenDropsInARowReMeasureTheIncumbentAndADriftedHostIsNoLoser) {
+  for (int recheck : {2, 0}) {
+    SCOPED_TRACE(recheck);
+    auto d = sys::TempDir::Create("hone-coord-recheck");
+    ASSERT_TRUE(d);
+    exec_.run_dir = d->get()->path().string();
+    bool drifted = false;
+    exec_.adjust = [&drifted](const measure::TrialRequest& r, double v) {
+      if (r.role == measure::TrialRole::kScreen) drifted = true;
+      return drifted ? v * 0.85 : v;
+    };
+    ListProposer p({"n=1", "n=2", "n=3", "n=4"});
+    spec::SessionSpec spec = Spec();
+    spec.budget.max_cycles = 1;
+    spec.measurement.screen_recheck = recheck;
+    SessionServices svc;
+    svc.executor = &exec_;
+    svc.proposer = &p;
+    svc.clock = &clock_;
+    Coordinator c(spec, svc, Coordinator::NewState(spec, d->get()->path().string(), clock_));
+    auto out = c.Run();
+    ASSERT_TRUE(out) << out.error().ToString();
+    const SessionState& s = *out;
+    ASSERT_GE(s.candidates.size(), 4u);
+    EXPECT_EQ(s.candidates[0].verdict, Verdict::kScreenedOut);
+    EXPECT_EQ(s.candidates[1].verdict, Verdict::kScreenedOut);
+    if (recheck == 0) {
+      for (size_t i = 0; i < 4; ++i) EXPECT_EQ(s.candidates[i].verdict, Verdict::kScreenedOut) << i;
+      for (const auto& cand : s.candidates) EXPECT_TRUE(cand.recheck_trial.empty());
+      continue;
+    }
+    const CandidateRecord& third = s.candidates[2];
+    ASSERT_FALSE(third.recheck_trial.empty());
+    EXPECT_NE(third.verdict, Verdict::kScreenedOut) << third.reason;
+    EXPECT_FALSE(third.incumbent_trials.empty()) << "it went on to its pairs";
+    EXPECT_NE(s.candidates[3].verdict, Verdict::kScreenedOut) << s.candidates[3].reason;
+    EXPECT_TRUE(s.candidates[3].recheck_trial.empty()) << "the reference is fresh: no re-check";
+    // The host moved by 15% (more than the 10% drop): the reference restarted from the
+    // re-check's trial; its id is the incumbent's latest measurement.
+    ASSERT_FALSE(s.best_trials.empty());
+    EXPECT_EQ(s.best_trials.front(), third.recheck_trial);
+    EXPECT_NEAR(s.best_values.front(), 85, 2);
+    EXPECT_LE(s.best_values.size(), static_cast<size_t>(s.best_keep));
+    // Resumable: the counters survive the state file.
+    auto loaded = LoadState(d->get()->path().string());
+    ASSERT_TRUE(loaded) << loaded.error().ToString();
+    EXPECT_EQ(loaded->candidates[2].recheck_trial, third.recheck_trial);
+    EXPECT_EQ(loaded->best_keep, s.best_keep);
+    EXPECT_EQ(loaded->screen_drops_in_row, s.screen_drops_in_row);
+    const std::string events = sys::ReadFile(d->get()->path().string() + "/events.jsonl").value_or("");
+    EXPECT_NE(events.find("screen_recheck"), std::string::npos);
+  }
+}
+
 TEST_F(CoordinatorTest, HappyPathKeepsTheGainAndValidatesIt) {
   exec_.factors = {{"speed=fast", 1.20}, {"speed=slow", 0.6}, {"flag=x", 1.0}};
   ListProposer p({"speed=slow", "flag=x", "speed=fast"});

@@ -81,15 +81,43 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
       return Ok();
     }
     if (!state_.best_values.empty()) {
-      double better = Better(o.objective, Mean(state_.best_values), spec_.objective.maximize);
-      if (better < -spec_.measurement.screen_drop) {
+      const bool maximize = spec_.objective.maximize;
+      const double drop = spec_.measurement.screen_drop;
+      double better = Better(o.objective, Mean(state_.best_values), maximize);
+      std::string against = "the incumbent's mean";
+      const int recheck = spec_.measurement.screen_recheck;
+      if (better < -drop && recheck > 0 && state_.screen_drops_in_row >= recheck && ledger_.CanAfford(1)) {
+        // Drops in a row: the changes, or the host? The incumbent once more; the
+        // candidate is dropped only when it is worse than that trial as well.
+        ledger_.Progress("  " + std::to_string(state_.screen_drops_in_row) +
+                         " screen drops in a row: measuring the incumbent again");
+        HONE_ASSIGN_OR_RETURN(measure::TrialOutcome r, ledger_.RunTrial(TrialRole::kIncumbent, c.incumbent, point,
+                                                                        c.incumbent_binary));
+        c.recheck_trial = r.id;
+        state_.screen_drops_in_row = 0;
+        if (r.launched && r.valid) {
+          AddToScreenReference(state_.best_values, &state_.best_trials, r.objective, r.id,
+                               static_cast<size_t>(state_.best_keep), drop, maximize);
+          const double fresh = Better(o.objective, r.objective, maximize);
+          if (fresh > better) {
+            better = fresh;
+            against = "the incumbent's trial " + r.id;
+          }
+        }
+        ledger_.Event("screen_recheck", {{"candidate", c.id}, {"trial", r.id},
+                                         {"incumbent", Fmt("%.6g", r.objective)},
+                                         {"reference", Fmt("%.6g", Mean(state_.best_values))}});
+      }
+      if (better < -drop) {
+        ++state_.screen_drops_in_row;
         c.gain = better;
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "screening trial %.1f%% worse than the incumbent's mean (drop at %.0f%%)",
-                      -better * 100, spec_.measurement.screen_drop * 100);
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "screening trial %.1f%% worse than %s (drop at %.0f%%)", -better * 100,
+                      against.c_str(), drop * 100);
         e.vetoes.push_back({VetoKind::kScreenDrop, buf});
         return Ok();
       }
+      state_.screen_drops_in_row = 0;
     }
     HONE_TRY(ledger_.Save());
   }
@@ -235,6 +263,8 @@ Status Coordinator::Finish(CandidateRecord& c, const Decision& d) {
     state_.server_binary = c.server_binary;
     state_.best_trials = c.candidate_trials;
     state_.best_values = c.candidate_values;
+    state_.best_keep = static_cast<int>(c.candidate_values.size());
+    state_.screen_drops_in_row = 0;
   }
   if (services_.proposer) {
     search::Observation obs;

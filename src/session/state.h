@@ -59,6 +59,9 @@ struct CandidateRecord {
   std::vector<double> incumbent_values;
   std::vector<double> candidate_values;
   std::string screen_trial;
+  // The incumbent measured again before this candidate's screen drop was judged
+  // (measurement.screen_recheck): its trial id ("" = none).
+  std::string recheck_trial;
   // Earlier INCONCLUSIVE candidates of the same configuration against the same
   // incumbent whose pairs its verdict pools (measurement.pool_retests); gain, interval
   // and pairs are then over theirs and its own together.
@@ -187,7 +190,12 @@ struct SessionState {
   Config best;
   std::string server_binary;  // the build `best` runs on ("" = provisioned; set by a kept patch)
   std::vector<std::string> best_trials;  // the latest measurements of `best`
-  std::vector<double> best_values;
+  std::vector<double> best_values;       // the screen's reference: their values
+  // How many of them the reference keeps (the baseline's or the KEEP's count; a
+  // re-check's trial replaces the oldest), and the screen drops since the last re-check
+  // (measurement.screen_recheck).
+  int best_keep = 0;
+  int screen_drops_in_row = 0;
 
   std::vector<CandidateRecord> candidates;
   std::vector<PhaseRecord> phases;

@@ -173,6 +173,7 @@ json CandidateJson(const CandidateRecord& c) {
           {"incumbent_values", c.incumbent_values},
           {"candidate_values", c.candidate_values},
           {"screen_trial", c.screen_trial},
+          {"recheck_trial", c.recheck_trial},
           {"pooled_with", c.pooled_with},
           {"failure_kind", c.failure_kind},
           {"accuracy", c.accuracy},
@@ -212,6 +213,7 @@ CandidateRecord CandidateFrom(const json& j) {
   c.incumbent_values = j.value("incumbent_values", std::vector<double>{});
   c.candidate_values = j.value("candidate_values", std::vector<double>{});
   c.screen_trial = j.value("screen_trial", "");
+  c.recheck_trial = j.value("recheck_trial", "");
   c.pooled_with = j.value("pooled_with", std::vector<std::string>{});
   c.failure_kind = j.value("failure_kind", "");
   c.accuracy = j.value("accuracy", "");
@@ -309,6 +311,8 @@ std::string StateToJson(const SessionState& s) {
             {"server_binary", s.server_binary},
             {"best_trials", s.best_trials},
             {"best_values", s.best_values},
+            {"best_keep", s.best_keep},
+            {"screen_drops_in_row", s.screen_drops_in_row},
             {"candidates", cands},
             {"phases", phases},
             {"sweep", sweep},
@@ -390,6 +394,8 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.server_binary = j.value("server_binary", "");
     s.best_trials = j.value("best_trials", std::vector<std::string>{});
     s.best_values = j.value("best_values", std::vector<double>{});
+    s.best_keep = j.value("best_keep", static_cast<int>(s.best_values.size()));
+    s.screen_drops_in_row = j.value("screen_drops_in_row", 0);
     for (const auto& c : j["candidates"]) s.candidates.push_back(CandidateFrom(c));
     for (const auto& p : j["phases"]) {
       s.phases.push_back({Must(ParsePhase(p.value("phase", ""))), p.value("cycle", 0), p.value("started_s", 0.0),

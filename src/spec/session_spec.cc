@@ -242,7 +242,7 @@ Status ParseBudget(const Field& f, BudgetSpec& b) {
 Status ParseMeasurement(const Field& f, MeasurementSpec& m) {
   if (!f.defined()) return Ok();
   HONE_TRY(f.CheckKeys({"min_pairs", "max_pairs", "pair_step", "confidence", "min_gain", "screen", "screen_drop",
-                        "aa_pairs", "pool_retests", "health_timeout", "request_timeout"}));
+                        "screen_recheck", "aa_pairs", "pool_retests", "health_timeout", "request_timeout"}));
   HONE_ASSIGN_OR_RETURN(int64_t lo, f["min_pairs"].IntOr(3, 2, 100));
   HONE_ASSIGN_OR_RETURN(int64_t hi, f["max_pairs"].IntOr(std::max<int64_t>(9, lo), lo, 200));
   HONE_ASSIGN_OR_RETURN(int64_t step, f["pair_step"].IntOr(3, 1, 100));
@@ -253,6 +253,8 @@ Status ParseMeasurement(const Field& f, MeasurementSpec& m) {
   HONE_ASSIGN_OR_RETURN(m.min_gain, f["min_gain"].DoubleOr(0.01, 0, 1));
   HONE_ASSIGN_OR_RETURN(m.screen, f["screen"].BoolOr(true));
   HONE_ASSIGN_OR_RETURN(m.screen_drop, f["screen_drop"].DoubleOr(0.10, 0, 1));
+  HONE_ASSIGN_OR_RETURN(int64_t recheck, f["screen_recheck"].IntOr(2, 0, 100));
+  m.screen_recheck = static_cast<int>(recheck);
   HONE_ASSIGN_OR_RETURN(int64_t aa, f["aa_pairs"].IntOr(3, 1, 100));
   m.aa_pairs = static_cast<int>(aa);
   HONE_ASSIGN_OR_RETURN(m.pool_retests, f["pool_retests"].BoolOr(true));

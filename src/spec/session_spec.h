@@ -126,6 +126,12 @@ struct MeasurementSpec {
   double min_gain = 0.01;   // smallest relative gain worth keeping
   bool screen = true;       // one unpaired screening trial drops clear losers early
   double screen_drop = 0.10;
+  // The screen's reference is the incumbent's latest measurements (the baseline's, a
+  // KEEP's, then any fresh incumbent trial), as many as it started with. After this many
+  // screen drops in a row, the next drop first measures the incumbent once more: a host
+  // that slowed down since the reference was taken makes every change look worse, and
+  // the fresh trial moves the reference with it. 0: the reference is never re-checked.
+  int screen_recheck = 2;
   int aa_pairs = 3;
   // A candidate measured again against the same incumbent (the same configuration and
   // builds) after an INCONCLUSIVE comparison continues it: its verdict is judged on the

@@ -33,7 +33,7 @@ objective:
   slo: ["p90_intvty >= 5", "p99_ttft_ms <= 2000"]
 accuracy: {min_token_agreement: 0.8, max_kld: 0.02}
 budget: {wall: 8m, max_trials: 40}
-measurement: {min_pairs: 3, max_pairs: 5, pool_retests: false}
+measurement: {min_pairs: 3, max_pairs: 5, pool_retests: false, screen_recheck: 0}
 search: {strategy: random, exclude: [weights], plateau: 0}
 )", "demo.yaml", kMetrics);
   ASSERT_OK(s);
@@ -54,6 +54,7 @@ search: {strategy: random, exclude: [weights], plateau: 0}
   EXPECT_EQ(s->budget.max_trials, 40);
   EXPECT_EQ(s->measurement.max_pairs, 5);
   EXPECT_FALSE(s->measurement.pool_retests);
+  EXPECT_EQ(s->measurement.screen_recheck, 0);
   EXPECT_EQ(s->search.strategy, "random");
   EXPECT_EQ(s->search.plateau, 0);
   EXPECT_DOUBLE_EQ(s->accuracy.max_kld, 0.02);
@@ -65,7 +66,9 @@ TEST(SessionSpecTest, MinimalSpecUsesDefaults) {
   EXPECT_EQ(s->workload.sweep_slo_search, 4);
   EXPECT_EQ(s->search.plateau, 8);
   EXPECT_TRUE(s->measurement.pool_retests);
+  EXPECT_EQ(s->measurement.screen_recheck, 2);
   EXPECT_FALSE(ParseSessionSpec("target: {model: /m.gguf}\nsearch: {plateau: -1}\n", "m.yaml", kMetrics).has_value());
+  EXPECT_FALSE(ParseSessionSpec("target: {model: /m.gguf}\nmeasurement: {screen_recheck: -1}\n", "m.yaml", kMetrics));
   auto bad = ParseSessionSpec("target: {model: /m.gguf}\nworkload: {sweep: {concurrency: [1, 4], slo_search: 99}}\n",
                               "m.yaml", kMetrics);
   EXPECT_FALSE(bad.has_value());
