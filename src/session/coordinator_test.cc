@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "core/stats.h"
 #include "measure/verdict.h"
 #include "search/heuristics.h"
 #include "testing/fake_executor.h"
@@ -687,17 +688,27 @@ TEST_F(CoordinatorTest, TheDiagnosisSeesTheServersQueueFromTheStockTrials) {
   // stock trials' scrape reaches the search, which diagnoses queueing before the
   // roofline's class (a live H100 session saw only latencies and said "overhead").
   exec_.factors = {{"a=1", 1.3}};
-  exec_.requests = [](const measure::TrialRequest&, bench::BenchResult& r) {
-    r.queue_depth_mean = 10.5;
+  // The first stock trial's scrape is missing the queue (a scrape can fail): the mean is
+  // over the trials that reported it, not diluted by the one that did not.
+  int stock_trials = 0;
+  bool searching = false;
+  std::vector<double> reported;
+  exec_.requests = [&](const measure::TrialRequest& req, bench::BenchResult& r) {
     r.running_mean = 3.6;
+    searching = searching || !req.config.empty();
+    if (searching || ++stock_trials <= 2) return;  // the warm-up and the first baseline trial: no queue
+    r.queue_depth_mean = 9.0 + stock_trials;       // 12, 13, ...
+    reported.push_back(*r.queue_depth_mean);
   };
   CapturingProposer p;
   auto s = RunWithRoofline(p, 16, 0.09, "overhead");
+  ASSERT_GE(reported.size(), 2u);
+  const double queue = Mean(reported);
   ASSERT_OK(s);
   ASSERT_FALSE(p.seen.empty());
   const search::ProposalContext& ctx = p.seen.front();
   ASSERT_TRUE(ctx.baseline_metrics.contains("queue_depth_mean"));
-  EXPECT_NEAR(ctx.baseline_metrics.at("queue_depth_mean"), 10.5, 1e-9);
+  EXPECT_NEAR(ctx.baseline_metrics.at("queue_depth_mean"), queue, 1e-9);
   EXPECT_NEAR(ctx.baseline_metrics.at("running_mean"), 3.6, 1e-9);
   EXPECT_FALSE(ctx.baseline_metrics.contains("kv_usage_max"));  // not scraped, not invented
   search::Diagnosis d = search::Diagnose(ctx.bottleneck, ctx.baseline_metrics, search::DiagnosisRules{});
@@ -705,7 +716,8 @@ TEST_F(CoordinatorTest, TheDiagnosisSeesTheServersQueueFromTheStockTrials) {
   // Kept in the state: a resumed session diagnoses the same way.
   auto loaded = LoadState(dir_->path().string());
   ASSERT_OK(loaded);
-  EXPECT_NEAR(loaded->baseline_metrics.at("queue_depth_mean"), 10.5, 1e-9);
+  EXPECT_NEAR(loaded->baseline_metrics.at("queue_depth_mean"), queue, 1e-9);
+  EXPECT_EQ(loaded->baseline_metric_trials.at("queue_depth_mean"), static_cast<int>(reported.size()));
 }
 
 class FakePatchLane final : public PatchLane {

@@ -175,8 +175,10 @@ Status Coordinator::Baseline() {
       for (const std::string& name : names) {
         auto v = bench::Metric(o.result, name);
         if (!v) continue;
+        // The mean over the trials that reported it (a scrape can be missing from one).
+        const int k = ++state_.baseline_metric_trials[name];
         auto [it, fresh] = state_.baseline_metrics.try_emplace(name, *v);
-        if (!fresh) it->second += (*v - it->second) / n;
+        if (!fresh) it->second += (*v - it->second) / k;
       }
     };
     // A stock configuration that already ran is not broken: one failure on a busy

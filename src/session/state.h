@@ -241,6 +241,7 @@ struct SessionState {
   // Means over the stock trials of the bench metrics the search diagnoses from
   // (mean_ttft_ms, mean_tpot_ms, kv_usage_max, queue_depth_mean, running_mean).
   std::map<std::string, double> baseline_metrics;
+  std::map<std::string, int> baseline_metric_trials;  // how many stock trials reported each
   double baseline_total_tps = 0, baseline_output_tps = 0;  // means over the stock trials
   std::string search_state;  // the proposer's saved tree (opaque)
 

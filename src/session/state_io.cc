@@ -348,6 +348,7 @@ std::string StateToJson(const SessionState& s) {
             {"roofline_ratio", s.roofline_ratio},
             {"roofline_bound", s.roofline_bound},
             {"baseline_metrics", s.baseline_metrics},
+            {"baseline_metric_trials", s.baseline_metric_trials},
             {"baseline_total_tps", s.baseline_total_tps},
             {"baseline_output_tps", s.baseline_output_tps},
             {"search_state", s.search_state},
@@ -488,6 +489,9 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.roofline_ratio = j.value("roofline_ratio", 0.0);
     s.roofline_bound = j.value("roofline_bound", "");
     if (j.contains("baseline_metrics")) s.baseline_metrics = j.at("baseline_metrics").get<std::map<std::string, double>>();
+    if (j.contains("baseline_metric_trials")) {
+      s.baseline_metric_trials = j.at("baseline_metric_trials").get<std::map<std::string, int>>();
+    }
     s.baseline_total_tps = j.value("baseline_total_tps", 0.0);
     s.baseline_output_tps = j.value("baseline_output_tps", 0.0);
     s.search_state = j.value("search_state", "");
