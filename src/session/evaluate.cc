@@ -3,6 +3,7 @@
 // comparison, the critic's review, the accuracy gate before a KEEP stands), Decide
 // (session/comparison.h) turns it into the verdict, and Finish records it and adopts
 // a KEEP. Also the source patches, whose verdict stands once the patch lane answered.
+#include <algorithm>
 #include <cstdio>
 
 #include "core/stats.h"
@@ -98,11 +99,8 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
         if (r.launched && r.valid) {
           AddToScreenReference(state_.best_values, &state_.best_trials, r.objective, r.id,
                                static_cast<size_t>(state_.best_keep), drop, maximize);
-          const double fresh = Better(o.objective, r.objective, maximize);
-          if (fresh > better) {
-            better = fresh;
-            against = "the incumbent's trial " + r.id;
-          }
+          better = std::max(better, Better(o.objective, r.objective, maximize));
+          against = "the incumbent's mean and its trial " + r.id + " (measured again)";
         }
         ledger_.Event("screen_recheck", {{"candidate", c.id}, {"trial", r.id},
                                          {"incumbent", Fmt("%.6g", r.objective)},
