@@ -10,15 +10,7 @@
 
 namespace hone::lab {
 
-namespace {
-
-// Direction-adjusted "b is better than a by".
-double Better(double b, double a, bool maximize) {
-  if (a <= 0 || b <= 0) return 0;
-  return maximize ? b / a - 1 : a / b - 1;
-}
-
-}  // namespace
+using session::RelativeGain;
 
 SurfaceFacts SurfaceFacts::Of(const search::ResponseSurface& surface) {
   SurfaceFacts f;
@@ -87,11 +79,6 @@ void SurfaceSession::Prelude() {
   if (options_.accuracy && facts_.accuracy) elapsed_s_ += facts_.accuracy_s[Index(stock)];
 }
 
-void SurfaceSession::Refresh(double fresh) {
-  session::AddToScreenReference(best_values_, nullptr, fresh, "", reference_size_, options_.measurement.screen_drop,
-                                surface_.maximize());
-}
-
 namespace {
 
 // A point that served no valid run (recorded "invalid: ...", e.g. a stalled server) or
@@ -141,14 +128,14 @@ Step SurfaceSession::Evaluate(const search::Candidate& candidate) {
       return done(FailedVerdict(*p), 0);
     }
     const double value = Measure(*p);
-    double better = Better(value, Mean(best_values_), maximize);
+    double better = RelativeGain(value, Mean(best_values_), maximize);
     if (better < -m.screen_drop && m.screen_recheck > 0 && screen_drops_in_row_ >= m.screen_recheck) {
       // Drops in a row: is it the changes, or the host? The incumbent once more; the
       // candidate is dropped only when it is worse than that trial as well.
       const double fresh = Measure(*incumbent_);
-      Refresh(fresh);
+      session::AddToScreenReference(best_values_, nullptr, fresh, "", reference_size_, m.screen_drop, maximize);
       screen_drops_in_row_ = 0;
-      better = std::max(better, Better(value, fresh, maximize));
+      better = std::max(better, RelativeGain(value, fresh, maximize));
     }
     if (better < -m.screen_drop) {
       ++screen_drops_in_row_;

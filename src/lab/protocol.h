@@ -119,7 +119,6 @@ class SurfaceSession {
   std::vector<double> best_values_;  // the screen's reference: the incumbent's latest trials
   size_t reference_size_ = 0;        // how many it keeps (as many as the baseline's or KEEP's)
   int screen_drops_in_row_ = 0;
-  void Refresh(double fresh);
   std::set<std::string> tried_;  // config hashes measured (the coordinator's ctx.tried)
   // INCONCLUSIVE comparisons a re-test continues, by (incumbent, candidate) point.
   struct Pooled {

@@ -50,15 +50,16 @@ int PlannedLooks(int min_pairs, int max_pairs, int pair_step) {
   return (max_pairs - min_pairs) / std::max(1, pair_step) + 1;
 }
 
+double RelativeGain(double value, double reference, bool maximize) {
+  if (reference <= 0 || value <= 0) return 0;
+  return maximize ? value / reference - 1 : reference / value - 1;
+}
+
 void AddToScreenReference(std::vector<double>& values, std::vector<std::string>* ids, double fresh,
                           const std::string& id, size_t keep, double tolerance, bool maximize) {
-  if (!values.empty()) {
-    const double mean = Mean(values);
-    const double moved = mean > 0 && fresh > 0 ? (maximize ? fresh / mean - 1 : mean / fresh - 1) : 0.0;
-    if (std::abs(moved) > tolerance) {
-      values.clear();
-      if (ids) ids->clear();
-    }
+  if (!values.empty() && std::abs(RelativeGain(fresh, Mean(values), maximize)) > tolerance) {
+    values.clear();
+    if (ids) ids->clear();
   }
   values.push_back(fresh);
   if (ids) ids->push_back(id);

@@ -107,6 +107,10 @@ struct PairPlan {
 // Looks a sequential comparison plans: min_pairs, then every pair_step up to max_pairs.
 int PlannedLooks(int min_pairs, int max_pairs, int pair_step);
 
+// Direction-adjusted "value is better than reference by" (0.05 = 5% better); 0 when
+// either is not positive.
+double RelativeGain(double value, double reference, bool maximize);
+
 // The screen's reference (measurement.screen_recheck): the incumbent's latest trials, at
 // most `keep` of them. One more incumbent trial joins it (the oldest leaves); a trial
 // more than `tolerance` off the reference's mean (direction-adjusted) restarts it: the

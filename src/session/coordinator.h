@@ -125,6 +125,9 @@ class Coordinator {
   // KEEPs of this cycle's framework and kernel phases (they earn another cycle);
   // derived from the saved candidates, so a resumed session counts them too.
   int KeepsThisCycle() const;
+  // How many measurements the screen's reference keeps: the last KEEP's (it set
+  // best_values), else the baseline's; derived from the state like KeepsThisCycle.
+  size_t ScreenReferenceSize() const;
   // Why this cycle's framework phase ended ("" when it has not run this cycle): its
   // budget share (kFrameworkBudgetNote: the sweep's reserve kept back), a plateau, the
   // proposer running dry... A cycle without a gain stops the session for that reason,

@@ -192,12 +192,13 @@ TEST_F(CoordinatorTest, ScreenDropsInARowReMeasureTheIncumbentAndADriftedHostIsN
     ASSERT_FALSE(s.best_trials.empty());
     EXPECT_EQ(s.best_trials.front(), third.recheck_trial);
     EXPECT_NEAR(s.best_values.front(), 85, 2);
-    EXPECT_LE(s.best_values.size(), static_cast<size_t>(s.best_keep));
+    EXPECT_LE(s.best_values.size(), s.baseline_values.size() + s.aa_values.size()) << "no KEEP: the baseline's count";
     // Resumable: the counters survive the state file.
     auto loaded = LoadState(d->get()->path().string());
     ASSERT_TRUE(loaded) << loaded.error().ToString();
     EXPECT_EQ(loaded->candidates[2].recheck_trial, third.recheck_trial);
-    EXPECT_EQ(loaded->best_keep, s.best_keep);
+    EXPECT_EQ(loaded->best_values, s.best_values);
+    EXPECT_EQ(loaded->best_trials, s.best_trials);
     EXPECT_EQ(loaded->screen_drops_in_row, s.screen_drops_in_row);
     const std::string events = sys::ReadFile(d->get()->path().string() + "/events.jsonl").value_or("");
     EXPECT_NE(events.find("screen_recheck"), std::string::npos);

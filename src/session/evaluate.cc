@@ -24,6 +24,13 @@ double Better(double candidate, double reference, bool maximize) {
 
 }  // namespace
 
+size_t Coordinator::ScreenReferenceSize() const {
+  for (auto c = state_.candidates.rbegin(); c != state_.candidates.rend(); ++c) {
+    if (c->verdict == Verdict::kKeep) return c->candidate_values.size();
+  }
+  return state_.baseline_values.size() + state_.aa_values.size();
+}
+
 int Coordinator::KeepsThisCycle() const {
   int keeps = 0;
   for (const CandidateRecord& c : state_.candidates) {
@@ -98,7 +105,7 @@ Status Coordinator::Assess(CandidateRecord& c, Evidence& e) {
         state_.screen_drops_in_row = 0;
         if (r.launched && r.valid) {
           AddToScreenReference(state_.best_values, &state_.best_trials, r.objective, r.id,
-                               static_cast<size_t>(state_.best_keep), drop, maximize);
+                               ScreenReferenceSize(), drop, maximize);
           better = std::max(better, Better(o.objective, r.objective, maximize));
           against = "the incumbent's mean and its trial " + r.id + " (measured again)";
         }
@@ -261,7 +268,6 @@ Status Coordinator::Finish(CandidateRecord& c, const Decision& d) {
     state_.server_binary = c.server_binary;
     state_.best_trials = c.candidate_trials;
     state_.best_values = c.candidate_values;
-    state_.best_keep = static_cast<int>(c.candidate_values.size());
     state_.screen_drops_in_row = 0;
   }
   if (services_.proposer) {

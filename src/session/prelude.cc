@@ -231,7 +231,6 @@ Status Coordinator::Baseline() {
     state_.baseline_objective = Mean(all);
     state_.best = state_.stock;
     state_.best_values = all;
-    state_.best_keep = static_cast<int>(all.size());
     state_.best_trials = state_.baseline_trials;
     state_.best_trials.insert(state_.best_trials.end(), state_.aa_trials.begin(), state_.aa_trials.end());
     ledger_.Event("baseline", {{"objective", Fmt("%.6g", state_.baseline_objective)},

@@ -191,10 +191,7 @@ struct SessionState {
   std::string server_binary;  // the build `best` runs on ("" = provisioned; set by a kept patch)
   std::vector<std::string> best_trials;  // the latest measurements of `best`
   std::vector<double> best_values;       // the screen's reference: their values
-  // How many of them the reference keeps (the baseline's or the KEEP's count; a
-  // re-check's trial replaces the oldest), and the screen drops since the last re-check
-  // (measurement.screen_recheck).
-  int best_keep = 0;
+  // The screen drops since the last re-check of that reference (measurement.screen_recheck).
   int screen_drops_in_row = 0;
 
   std::vector<CandidateRecord> candidates;

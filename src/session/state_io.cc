@@ -311,7 +311,6 @@ std::string StateToJson(const SessionState& s) {
             {"server_binary", s.server_binary},
             {"best_trials", s.best_trials},
             {"best_values", s.best_values},
-            {"best_keep", s.best_keep},
             {"screen_drops_in_row", s.screen_drops_in_row},
             {"candidates", cands},
             {"phases", phases},
@@ -395,7 +394,6 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.server_binary = j.value("server_binary", "");
     s.best_trials = j.value("best_trials", std::vector<std::string>{});
     s.best_values = j.value("best_values", std::vector<double>{});
-    s.best_keep = j.value("best_keep", static_cast<int>(s.best_values.size()));
     s.screen_drops_in_row = j.value("screen_drops_in_row", 0);
     for (const auto& c : j["candidates"]) s.candidates.push_back(CandidateFrom(c));
     for (const auto& p : j["phases"]) {
