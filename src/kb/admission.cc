@@ -62,6 +62,13 @@ ReplayVerdict JudgeReplay(const Recipe& recipe, const ReplayOutcome& outcome, co
                Pct(fraction) + " of the recorded " + Pct(v.recorded_gain) + ")";
   }
   v.demoted = !v.reproduced && v.same_point;
+  if (v.demoted && outcome.accuracy_passed && outcome.verdict == Verdict::kInconclusive) {
+    // Undecided pairs say the host was too noisy for them, not that the recipe is wrong.
+    int before = 0;
+    for (auto e = recipe.history.rbegin(); e != recipe.history.rend() && e->event == "inconclusive"; ++e) ++before;
+    v.inconclusive_in_row = before + 1;
+    v.demoted = v.inconclusive_in_row >= rules.inconclusive_replays_to_demote;
+  }
   return v;
 }
 

@@ -57,14 +57,20 @@ struct ReplayVerdict {
   bool reproduced = false;
   bool same_point = false;  // replayed at the recipe's own identity and workload
   bool demoted = false;     // a failure at the recipe's own point demotes it
+  // INCONCLUSIVE at the recipe's own point: how many replays in a row (this one
+  // included) decided nothing; the recipe is demoted when that reaches the rules' bar.
+  int inconclusive_in_row = 0;
   double recorded_gain = 0;
   double measured_gain = 0;
   double required_gain = 0;  // reproduce_min_fraction * recorded_gain
   std::string reason;
 };
 
-// Decides reproduction (no write): accuracy must pass and the measured gain must reach
-// rules.reproduce_min_fraction of the recorded gain.
+// Decides reproduction (no write): accuracy must pass, the replay must be kept and the
+// measured gain must reach rules.reproduce_min_fraction of the recorded gain. A failure
+// at the recipe's own point demotes it, but an INCONCLUSIVE replay only once
+// rules.inconclusive_replays_to_demote replays in a row (its history's trailing
+// "inconclusive" events and this one) were inconclusive.
 ReplayVerdict JudgeReplay(const Recipe& recipe, const ReplayOutcome& outcome, const AdmissionRules& rules);
 
 }  // namespace hone::kb

@@ -21,6 +21,7 @@ TEST(AdmissionRulesTest, RepositoryThresholdsLoad) {
   EXPECT_GE(r.min_objective_trials, 1);
   EXPECT_GT(r.reproduce_min_fraction, 0);
   EXPECT_LE(r.reproduce_min_fraction, 1);
+  EXPECT_EQ(r.inconclusive_replays_to_demote, 2);
 }
 
 TEST(AdmissionRulesTest, EachRuleRejectsWithAReason) {
@@ -209,12 +210,60 @@ TEST_F(AdmissionStoreTest, ReplayReproducesOnlyWhenKeptAndAtTheSessionsBar) {
   ASSERT_OK_AND_ASSIGN(ReplayVerdict v, store_->RecordReplay(a.recipe_id, undecided));
   EXPECT_FALSE(v.reproduced);
   EXPECT_EQ(v.reason, "the replay's verdict is INCONCLUSIVE (re-measured gain 25.0%), not a KEEP");
-  ASSERT_OK_AND_ASSIGN(Admission b, store_->Admit(Validated(TestRecipe("s-5"))));  // re-activated
+  EXPECT_FALSE(v.demoted);  // undecided, the first time
+  ASSERT_OK_AND_ASSIGN(Admission b, store_->Admit(Validated(TestRecipe("s-5"))));  // the same key, updated
   ReplayOutcome lower_bar = ReplayAt(TestRecipe(), 111, 100);  // 11%: below the rules' 80%, above a 50% bar
   lower_bar.reproduce_fraction = 0.5;
   ASSERT_OK_AND_ASSIGN(v, store_->RecordReplay(b.recipe_id, lower_bar));
   EXPECT_TRUE(v.reproduced) << v.reason;
   EXPECT_EQ(v.reason, "re-measured gain 11.0% reaches 10.0% (50.0% of the recorded 20.0%)");
+}
+
+// An INCONCLUSIVE replay is no evidence against the recipe: it stays active (and is
+// replayed next time) until two replays in a row at its own point decided nothing. A
+// decided replay in between starts the count again; a REVERT demotes at once.
+TEST_F(AdmissionStoreTest, AnInconclusiveReplayDemotesOnlyTheSecondInARow) {
+  ASSERT_OK_AND_ASSIGN(Admission a, store_->Admit(Validated(TestRecipe())));  // recorded gain 20%
+  ReplayOutcome undecided = ReplayAt(TestRecipe(), 112, 100);
+  undecided.verdict = Verdict::kInconclusive;
+  ASSERT_OK_AND_ASSIGN(ReplayVerdict v, store_->RecordReplay(a.recipe_id, undecided));
+  EXPECT_FALSE(v.reproduced);
+  EXPECT_FALSE(v.demoted);
+  EXPECT_EQ(v.inconclusive_in_row, 1);
+  ASSERT_OK_AND_ASSIGN(Recipe r, store_->Get(a.recipe_id));
+  EXPECT_EQ(r.status, RecipeStatus::kActive);
+  EXPECT_EQ(r.history.back().event, "inconclusive");
+  EXPECT_NE(r.history.back().detail.find("kept active: 1 of 2 inconclusive replays in a row"), std::string::npos)
+      << r.history.back().detail;
+  ASSERT_OK_AND_ASSIGN(MatchResult m, store_->Match({TestIdentity(), {}}));
+  EXPECT_TRUE(m.recipe.has_value());  // replayed again by the next session
+
+  // A reproduced replay in between: the count starts again.
+  ReplayOutcome kept = ReplayAt(TestRecipe(), 119, 100);
+  ASSERT_OK_AND_ASSIGN(v, store_->RecordReplay(a.recipe_id, kept));
+  EXPECT_TRUE(v.reproduced) << v.reason;
+  ASSERT_OK_AND_ASSIGN(v, store_->RecordReplay(a.recipe_id, undecided));
+  EXPECT_EQ(v.inconclusive_in_row, 1);
+  EXPECT_FALSE(v.demoted);
+
+  // The second in a row demotes, saying so.
+  ASSERT_OK_AND_ASSIGN(v, store_->RecordReplay(a.recipe_id, undecided));
+  EXPECT_EQ(v.inconclusive_in_row, 2);
+  EXPECT_TRUE(v.demoted);
+  ASSERT_OK_AND_ASSIGN(r, store_->Get(a.recipe_id));
+  EXPECT_EQ(r.status, RecipeStatus::kDemoted);
+  EXPECT_EQ(r.history.back().event, "not_reproduced");
+  EXPECT_NE(r.demoted_reason.find("not a KEEP (2 replays in a row)"), std::string::npos) << r.demoted_reason;
+
+  // A REVERT (the pairs exclude the gain) demotes at once.
+  Recipe other = TestRecipe("s-9");
+  other.config.Set("threads", "1");
+  ASSERT_OK_AND_ASSIGN(Admission b, store_->Admit(Validated(other)));
+  ReplayOutcome reverted = ReplayAt(other, 99, 100);
+  reverted.verdict = Verdict::kRevert;
+  ASSERT_OK_AND_ASSIGN(v, store_->RecordReplay(b.recipe_id, reverted));
+  EXPECT_TRUE(v.demoted);
+  EXPECT_EQ(v.inconclusive_in_row, 0);
 }
 
 TEST_F(AdmissionStoreTest, ReplayFailingAccuracyDemotes) {

@@ -128,7 +128,7 @@ std::string_view RecipeStatusName(RecipeStatus s);  // "active", "demoted"
 
 // One entry of a recipe's history: what happened to it, when, and with which numbers.
 struct HistoryEvent {
-  std::string event;  // "admitted", "updated", "reproduced", "not_reproduced", "demoted", "imported", "migrated"
+  std::string event;  // "admitted", "updated", "reproduced", "not_reproduced", "inconclusive", "demoted", "imported", "migrated"
   std::string session_id;
   std::string hone_version;
   std::string date;

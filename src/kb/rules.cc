@@ -105,13 +105,15 @@ Result<AdmissionRules> LoadAdmissionRules(const std::string& path) {
   HONE_ASSIGN_OR_RETURN(spec::Field root, spec::Field::LoadFile(path));
   HONE_TRY(root.RequireMap());
   HONE_TRY(root.CheckKeys({"min_objective_trials", "min_baseline_trials", "min_gain_fraction",
-                           "require_ci_clear_of_baseline", "reproduce_min_fraction"}));
+                           "require_ci_clear_of_baseline", "reproduce_min_fraction", "inconclusive_replays_to_demote"}));
   AdmissionRules r;
   HONE_ASSIGN_OR_RETURN(r.min_objective_trials, root["min_objective_trials"].Int(1, 1000));
   HONE_ASSIGN_OR_RETURN(r.min_baseline_trials, root["min_baseline_trials"].Int(1, 1000));
   HONE_ASSIGN_OR_RETURN(r.min_gain_fraction, root["min_gain_fraction"].Double(0, 100));
   HONE_ASSIGN_OR_RETURN(r.require_ci_clear_of_baseline, root["require_ci_clear_of_baseline"].Bool());
   HONE_ASSIGN_OR_RETURN(r.reproduce_min_fraction, root["reproduce_min_fraction"].Double(0, 1));
+  HONE_ASSIGN_OR_RETURN(r.inconclusive_replays_to_demote,
+                        root["inconclusive_replays_to_demote"].IntOr(r.inconclusive_replays_to_demote, 1, 100));
   return r;
 }
 

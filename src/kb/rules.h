@@ -60,6 +60,9 @@ struct AdmissionRules {
   double min_gain_fraction = 0.01;           // must beat the baseline by this much (relative)
   bool require_ci_clear_of_baseline = true;  // the objective's CI must exclude the baseline
   double reproduce_min_fraction = 0.8;       // a replay reproduces if >= this share of the recorded gain
+  // An INCONCLUSIVE replay (the pairs could not decide) is no evidence against a recipe:
+  // it stays active until this many replays in a row at its own point were inconclusive.
+  int64_t inconclusive_replays_to_demote = 2;
 };
 
 struct KbRules {

@@ -439,8 +439,17 @@ Result<ReplayVerdict> RecipeStore::RecordReplay(int64_t id, const ReplayOutcome&
       HONE_TRY(s.BindAll(id, now));
       HONE_TRY(s.Run());
     }
+  } else if (v.same_point && !v.demoted) {
+    e.event = "inconclusive";
+    e.detail += "; kept active: " + std::to_string(v.inconclusive_in_row) + " of " +
+                std::to_string(rules_.admission.inconclusive_replays_to_demote) +
+                " inconclusive replays in a row that demote it";
   } else if (v.same_point) {
     e.event = "not_reproduced";
+    if (v.inconclusive_in_row > 0) {
+      e.detail += "; " + std::to_string(v.inconclusive_in_row) + " inconclusive replays in a row";
+      v.reason += " (" + std::to_string(v.inconclusive_in_row) + " replays in a row)";
+    }
     HONE_ASSIGN_OR_RETURN(Statement s, db_->Prepare("UPDATE recipes SET status = 'demoted', demoted_reason = ?2, "
                                                     "updated_at = ?3 WHERE id = ?1"));
     HONE_TRY(s.BindAll(id, "not reproduced in session " + outcome.session_id + ": " + v.reason, now));

@@ -99,7 +99,9 @@ class RecipeStore {
   Result<std::vector<PriorNote>> Notes(const MatchQuery& query);
 
   // Records a warm replay. Reproduced: history + reproduce_count (at the recipe's own
-  // point). Not reproduced at its own identity and workload: demoted with the reason.
+  // point). Not reproduced at its own identity and workload: demoted with the reason,
+  // unless the replay was only INCONCLUSIVE (history "inconclusive", still active) and
+  // fewer than admission.inconclusive_replays_to_demote replays in a row were.
   // Not reproduced elsewhere: recorded only (the recipe still holds where it was measured).
   Result<ReplayVerdict> RecordReplay(int64_t id, const ReplayOutcome& outcome);
   // Demotes a recipe explicitly (kept, never replayed again until re-admitted).

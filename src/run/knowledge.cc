@@ -93,6 +93,10 @@ std::vector<std::string> KbNoteLines(kb::RecipeStore& store, const kb::MatchQuer
 
 std::string ReplayWords(const kb::ReplayVerdict& v) {
   if (v.reproduced) return std::string(v.same_point ? "reproduced" : "transferred") + ": " + v.reason;
+  if (v.same_point && !v.demoted && v.inconclusive_in_row > 0) {
+    return "undecided, recipe kept active (" + std::to_string(v.inconclusive_in_row) +
+           " inconclusive replay(s) in a row): " + v.reason;
+  }
   return v.same_point ? "did not reproduce, recipe demoted: " + v.reason
                       : "did not transfer here, recipe kept active (recorded at another operating point): " + v.reason;
 }

@@ -215,7 +215,11 @@ TEST_F(RunTest, TheKnowledgeBasesReplayJudgmentInWords) {
   v.reproduced = false;
   EXPECT_EQ(ReplayWords(v), "did not transfer here, recipe kept active (recorded at another operating point): why");
   v.same_point = true;
+  v.demoted = true;
   EXPECT_EQ(ReplayWords(v), "did not reproduce, recipe demoted: why");
+  v.demoted = false;
+  v.inconclusive_in_row = 1;
+  EXPECT_EQ(ReplayWords(v), "undecided, recipe kept active (1 inconclusive replay(s) in a row): why");
 }
 
 TEST_F(RunTest, TheKnowledgeBaseGivesPriorsAndAWarmStart) {
@@ -251,6 +255,18 @@ TEST_F(RunTest, TheKnowledgeBaseGivesPriorsAndAWarmStart) {
   auto matched = warm.Match(&explanation);
   ASSERT_TRUE(matched) << explanation;
   EXPECT_DOUBLE_EQ(matched->recorded_gain, 0.2);
+  // A replay whose pairs decided nothing leaves the recipe to the next session; two in
+  // a row (the repository's admission.yaml) demote it.
+  session::ReplayResult undecided{Verdict::kInconclusive, 0.12, true, {"t-r1"}, "straddles", "s-2"};
+  EXPECT_EQ(warm.RecordReplay(*matched, undecided),
+            "undecided, recipe kept active (1 inconclusive replay(s) in a row): the replay's verdict is INCONCLUSIVE "
+            "(re-measured gain 12.0%), not a KEEP");
+  ASSERT_TRUE(warm.Match(&explanation)) << explanation;
+  undecided.session_id = "s-3";
+  EXPECT_EQ(warm.RecordReplay(*matched, undecided),
+            "did not reproduce, recipe demoted: the replay's verdict is INCONCLUSIVE (re-measured gain 12.0%), not a "
+            "KEEP (2 replays in a row)");
+  EXPECT_FALSE(warm.Match(&explanation));
   // A disabled knowledge base is none; broken rules are an error naming the file.
   spec_.kb.enabled = false;
   ASSERT_OK_AND_ASSIGN(auto none, OpenKnowledgeBase(spec_, ctx_));
