@@ -354,6 +354,22 @@ kb: {enabled: false}
   EXPECT_NE(r.output.find("continuing " + out + ": 4 of 4 points measured"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("\naccuracy threads="), std::string::npos) << r.output;
   EXPECT_EQ(load()["points"][0]["samples"].size(), surface["points"][0]["samples"].size());
+  // A point whose trial faulted twice in an earlier run is measured again by the next.
+  {
+    nlohmann::json faulted = load();
+    faulted["points"][1]["failure_kind"] = "faulted: connection_reset x2";
+    faulted["points"][1]["samples"] = nlohmann::json::array();
+    ASSERT_OK(sys::WriteFileAtomic(out, faulted.dump()));
+    r = RunHone(args, 300s);
+    ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
+    EXPECT_NE(r.output.find("continuing " + out + ": 3 of 4 points measured"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("measuring 1 faulted point(s) again"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("4 of 4 points measured"), std::string::npos) << r.output;
+    nlohmann::json healed = load();
+    EXPECT_EQ(healed["points"][1].value("failure_kind", ""), "") << healed["points"][1].dump();
+    EXPECT_FALSE(healed["points"][1]["samples"].empty()) << healed["points"][1].dump();
+    surface = healed;
+  }
   // --recheck-accuracy: each class checked again, the measurements kept.
   std::vector<std::string> recheck = args;
   recheck.push_back("--recheck-accuracy");

@@ -245,6 +245,15 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     }
     std::printf("continuing %s: %d of %zu points measured\n", o.out.c_str(), surface.measured(),
                 surface.points().size());
+    // A point whose trial faulted twice (the server or the transport misbehaved) says
+    // nothing about its configuration: a later run measures it again.
+    int faulted = 0;
+    for (search::SurfacePoint& p : surface.mutable_points()) {
+      if (!p.faulted()) continue;
+      p.failure_kind.clear();
+      ++faulted;
+    }
+    if (faulted > 0) std::printf("measuring %d faulted point(s) again: a fault says nothing about the configuration\n", faulted);
     if (o.recheck_accuracy && surface.accuracy_checked() > 0) {
       // The gate changed since they were checked: each class is checked again.
       std::printf("dropping %d points' accuracy results: each numerics class is checked again\n",
