@@ -8,6 +8,7 @@
 
 #include "core/stats.h"
 #include "core/strings.h"
+#include "session/comparison.h"
 #include "session/coordinator.h"
 
 namespace hone::session {
@@ -16,10 +17,12 @@ using measure::TrialRole;
 
 namespace {
 
-// Direction-adjusted "candidate is better by" for a screening comparison.
+// Direction-adjusted "candidate is better by" for a screening comparison: the ratio of
+// RelativeGain, or the plain difference where a value is not positive (RelativeGain's 0
+// would pass any candidate there).
 double Better(double candidate, double reference, bool maximize) {
   if (reference <= 0 || candidate <= 0) return maximize ? (candidate - reference) : (reference - candidate);
-  return maximize ? candidate / reference - 1.0 : reference / candidate - 1.0;
+  return RelativeGain(candidate, reference, maximize);
 }
 
 }  // namespace
