@@ -82,6 +82,10 @@ class AgentProposer final : public search::Proposer {
   std::string Save() const override;
   Status Load(const std::string& saved) override;
   std::string Describe() const override;
+  // The fallback planner's (the agents' ideas teach it no conflict).
+  std::vector<Config> LearnedConflicts() const override {
+    return fallback_ ? fallback_->LearnedConflicts() : std::vector<Config>{};
+  }
 
   // Ideas the orchestrator proposed (valid or not), and those handed to the coordinator.
   int proposed() const { return proposed_; }

@@ -552,6 +552,96 @@ kb: {path: )" + kb + "}\n";
   EXPECT_TRUE(NoneLeftWithin(f16, 10s)) << Describe(ProcessesMentioning(f16));
 }
 
+// A launch conflict crosses sessions through the knowledge base: on this CPU build a
+// q8_0 K cache does not launch with flash attention at its default (auto: on for the
+// CPU). The cold session learns it (cache_type_k=q8_0 fails, the retry with
+// flash_attn=off launches); the close records it with the recipe (or, where no gain was
+// validated on this noisy host, a recipe carrying it is imported the way another
+// machine shares one); the warm session holds it from the start: it never launches the
+// pair, and tries q8_0 with another flash_attn value without a failed trial first.
+TEST_F(CliLlamaTest, ALaunchConflictOneSessionLearnedIsNeverLaunchedByTheNext) {
+  std::string f16 = Path("conflict-tiny.gguf");
+  ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
+  std::string kb = Path("kb.sqlite");
+  std::string spec = R"(name: conflict
+target:
+  model: )" + f16 + R"(
+workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
+objective: {metric: total_tps_per_gpu}
+accuracy: {probes: 2, probe_tokens: 4}
+budget: {wall: 90s}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3}
+search: {knobs: [cache_type_k, flash_attn]}
+kb: {path: )" + kb + "}\n";
+  ASSERT_OK(sys::WriteFileAtomic(Path("conflict.yaml"), spec));
+  auto load = [](const std::string& file) {
+    auto text = sys::ReadFile(file);
+    return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+  };
+  // Candidates that failed to launch with a q8_0 K cache and flash attention at auto.
+  auto failed_pairs = [](const nlohmann::json& state) {
+    int n = 0;
+    for (const auto& c : state.value("candidates", nlohmann::json::array())) {
+      const nlohmann::json config = c.value("config", nlohmann::json::object());
+      if (c.value("verdict", "") == "LAUNCH_FAILED" && config.value("cache_type_k", "") == "q8_0" &&
+          config.value("flash_attn", "auto") == "auto") {
+        ++n;
+      }
+    }
+    return n;
+  };
+  const std::string conflict = "cache_type_k=q8_0 flash_attn=auto";
+
+  auto cold = RunHone({"run", Path("conflict.yaml"), "--out", Path("cold")}, 300s);
+  ASSERT_EQ(cold.status.code, 0) << LastLines(cold.output, 30);
+  nlohmann::json state = load(Path("cold") + "/state.json");
+  ASSERT_TRUE(state.is_object());
+  EXPECT_GE(failed_pairs(state), 1) << state.value("candidates", nlohmann::json()).dump();
+  EXPECT_EQ(state.value("learned_conflicts", nlohmann::json()).dump(),
+            R"([{"cache_type_k":"q8_0","flash_attn":"auto"}])");
+  EXPECT_NE(sys::ReadFile(Path("cold") + "/report.md").value_or("").find("learned launch conflict: " + conflict),
+            std::string::npos);
+  auto shown = RunHone({"kb", "show", "1", "--kb", kb});
+  if (shown.status.code == 0) {
+    std::printf("cold session: recipe admitted\n");
+    EXPECT_NE(shown.output.find("conflict  " + conflict + " (does not launch together: "), std::string::npos)
+        << shown.output;
+  } else {
+    std::printf("cold session: no recipe (%s): importing one with the conflict\n",
+                state.value("kb_result", "").c_str());
+    nlohmann::json summary = load(Path("cold") + "/summary.json");
+    std::string version = summary.value("framework_version", "");
+    version = version.substr(0, version.find_first_of(" -"));
+    nlohmann::json recipe = {
+        {"format", "hone-kb-recipe/1"},
+        {"identity", {{"model", summary.value("model", "")}, {"hardware", summary.value("hardware", "")},
+                      {"framework", "llama.cpp"}, {"model_type", "llama"}, {"architecture", "LlamaForCausalLM"},
+                      {"framework_version", version}, {"precision", "f16"}}},
+        {"workload", {{"kind", "fixed"}, {"concurrency", 2}, {"isl", 32}, {"osl", 8}}},
+        {"config", {{"flash_attn", "off"}}},
+        {"objective", {{"name", "total_tps_per_gpu"}, {"value", 101.0}, {"ci_lo", 100.5}, {"ci_hi", 101.5},
+                       {"higher_is_better", true}, {"trial_ids", {"t0001"}}}},
+        {"baseline", {{"value", 100.0}, {"trial_ids", {"t0002"}}}},
+        {"failures", {{{"config_delta", {{"cache_type_k", "q8_0"}, {"flash_attn", "auto"}}},
+                       {"kind", "conflict"},
+                       {"detail", "does not launch together: context_create"},
+                       {"trial_ids", {"t0003"}}}}},
+        {"provenance", {{"session_id", "another-machine"}, {"hone_version", "0.1.0"}, {"date", "2026-12-01T00:00:00Z"}}}};
+    ASSERT_OK(sys::WriteFileAtomic(Path("shared.jsonl"), recipe.dump() + "\n"));
+    auto imported = RunHone({"kb", "import", "--kb", kb, Path("shared.jsonl")});
+    ASSERT_EQ(imported.status.code, 0) << imported.output;
+  }
+
+  auto warm = RunHone({"run", Path("conflict.yaml"), "--out", Path("warm")}, 300s);
+  ASSERT_EQ(warm.status.code, 0) << LastLines(warm.output, 30);
+  state = load(Path("warm") + "/state.json");
+  ASSERT_TRUE(state.is_object());
+  EXPECT_EQ(failed_pairs(state), 0) << state.value("candidates", nlohmann::json()).dump();
+  const std::string report = sys::ReadFile(Path("warm") + "/report.md").value_or("");
+  EXPECT_NE(report.find("launch conflict from the knowledge base: " + conflict), std::string::npos) << report;
+  EXPECT_TRUE(NoneLeftWithin(f16, 10s)) << Describe(ProcessesMentioning(f16));
+}
+
 // False keeps on live trials (issue 18.6): `hone search noise --live SPEC` runs the
 // session's decision protocol on real llama-server trials, the candidate being the
 // stock under another name; every trial launched the same command.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "core/strings.h"
 #include "kb/spec_workload.h"
@@ -67,11 +68,23 @@ std::vector<search::Prior> KbPriors(kb::RecipeStore& store, const kb::MatchQuery
   }
   if (auto failures = store.Failures(query)) {
     for (const kb::PriorFailure& f : *failures) {
+      if (f.failure.kind == kb::FailureKind::kConflict) continue;  // each value may launch alone
       // A failure of several knobs at once blames each of them in part.
       double share = 1.0 / static_cast<double>(std::max<size_t>(1, f.failure.config_delta.size()));
       for (const auto& [knob, value] : f.failure.config_delta.values()) {
         out.push_back({knob, value, 0, f.confidence * share, std::string(kb::FailureKindName(f.failure.kind))});
       }
+    }
+  }
+  return out;
+}
+
+std::vector<Config> KbConflicts(kb::RecipeStore& store, const kb::MatchQuery& query) {
+  std::vector<Config> out;
+  if (auto failures = store.Failures(query)) {
+    for (const kb::PriorFailure& f : *failures) {
+      if (f.failure.kind != kb::FailureKind::kConflict || f.failure.config_delta.size() < 2) continue;
+      if (std::find(out.begin(), out.end(), f.failure.config_delta) == out.end()) out.push_back(f.failure.config_delta);
     }
   }
   return out;
@@ -196,7 +209,28 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
                  spec.objective.maximize,
                  s.validation_trials};
   r.baseline = {s.validated_stock_objective, s.validation_trials};
+  // A launch conflict the search learned, with the trials of the failures it explains
+  // (a candidate that changed only values of the conflict and did not launch); those
+  // failures are the conflict's, not their values' (each may launch alone).
+  std::set<std::string> explained;
+  for (const Config& conflict : s.learned_conflicts) {
+    kb::Failure f;
+    f.config_delta = conflict;
+    f.kind = kb::FailureKind::kConflict;
+    for (const session::CandidateRecord& c : s.candidates) {
+      if (c.verdict != Verdict::kLaunchFailed || c.delta.size() == 0) continue;
+      bool within = true;
+      for (const auto& [k, v] : c.delta.values()) within = within && conflict.Get(k) == v;
+      if (!within) continue;
+      explained.insert(c.id);
+      if (f.detail.empty()) f.detail = ("does not launch together: " + c.reason).substr(0, 300);
+      const auto& trials = c.candidate_trials.empty() ? std::vector<std::string>{c.screen_trial} : c.candidate_trials;
+      f.trial_ids.insert(f.trial_ids.end(), trials.begin(), trials.end());
+    }
+    if (!f.trial_ids.empty()) r.failures.push_back(std::move(f));  // every entry traces to a trial
+  }
   for (const session::CandidateRecord& c : s.candidates) {
+    if (explained.contains(c.id)) continue;
     if (c.verdict == Verdict::kKeep && c.delta.size() == 1) {
       r.learnings.push_back({c.delta.values().begin()->first, c.delta.values().begin()->second, c.gain, c.ci_lo - 1,
                              c.ci_hi - 1, c.candidate_trials});

@@ -40,8 +40,12 @@ Result<std::unique_ptr<kb::RecipeStore>> OpenKnowledgeBase(const spec::SessionSp
                                                            std::optional<kb::KbRules>* rules = nullptr);
 
 // The knowledge base's experience with this identity and workload, as search priors:
-// learnings with their effects, failures (a failure of several knobs blames each in part).
+// learnings with their effects, failures (a failure of several knobs blames each in part;
+// a launch conflict blames none: KbConflicts).
 std::vector<search::Prior> KbPriors(kb::RecipeStore& store, const kb::MatchQuery& query);
+// The launch conflicts matching recipes recorded (kb::FailureKind::kConflict), each once:
+// the planner never proposes them (search::PlannerOptions::conflicts).
+std::vector<Config> KbConflicts(kb::RecipeStore& store, const kb::MatchQuery& query);
 // The critic's notes of matching recipes, one line each (at most 12), for the orchestrator.
 std::vector<std::string> KbNoteLines(kb::RecipeStore& store, const kb::MatchQuery& query);
 

@@ -204,6 +204,47 @@ TEST_F(RunTest, TheCloseAdmitsOnlyAValidatedBestWithWhatTheCandidatesTaught) {
   EXPECT_FALSE(req->accuracy_passed);
 }
 
+// A launch conflict the search learned goes into the recipe as one failure of kind
+// conflict, with the trials of the failure it explains; that failure is not also
+// recorded as its value's crash (the value launches with the partner's other value).
+// A later session gets it as a conflict, not as a prior against either value.
+TEST_F(RunTest, ALearnedLaunchConflictIsRecordedAndComesBackAsAConflict) {
+  session::SessionState s;
+  s.stock = Config{{"threads", "2"}};
+  s.best = Config{{"threads", "2"}, {"cache_type_k", "q8_0"}, {"flash_attn", "off"}};
+  session::testing::MarkValidatedKeep(s);
+  s.close_accuracy = "pass: token agreement 100%";
+  s.candidates = {Candidate("c1", Config{{"cache_type_k", "q8_0"}}, Verdict::kLaunchFailed, "context_create"),
+                  Candidate("c2", Config{{"ctx_size", "99999"}}, Verdict::kLaunchFailed, "out_of_memory"),
+                  Candidate("c3", Config{{"cache_type_k", "q8_0"}, {"flash_attn", "off"}}, Verdict::kKeep)};
+  s.candidates[0].reason = "context_create: failed to create context";
+  s.learned_conflicts = {Config{{"cache_type_k", "q8_0"}, {"flash_attn", "auto"}},
+                         Config{{"a", "1"}, {"b", "2"}}};  // no failed trial of this session: not recorded
+  kb::MatchQuery q{kb::testing::TestIdentity(), {.kind = "fixed", .concurrency = 4, .isl = 512, .osl = 128}};
+  std::string why;
+  auto req = AdmissionFor(s, spec_, q, {"0.1.0", "t-1", "2026-01-01T00:00:00Z"}, &why);
+  ASSERT_TRUE(req) << why;
+  ASSERT_EQ(req->recipe.failures.size(), 2u);
+  const kb::Failure& conflict = req->recipe.failures[0];
+  EXPECT_EQ(conflict.kind, kb::FailureKind::kConflict);
+  EXPECT_EQ(conflict.config_delta.ToString(), "cache_type_k=q8_0 flash_attn=auto");
+  EXPECT_EQ(conflict.trial_ids, std::vector<std::string>{"t1c1"});
+  EXPECT_EQ(conflict.detail, "does not launch together: context_create: failed to create context");
+  EXPECT_EQ(req->recipe.failures[1].kind, kb::FailureKind::kOutOfMemory);
+
+  spec_.kb.path = (dir_->path() / "kb.sqlite").string();
+  ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
+  ASSERT_TRUE(store);
+  ASSERT_OK(store->Admit(*req));
+  EXPECT_EQ(KbConflicts(*store, q), (std::vector<Config>{Config{{"cache_type_k", "q8_0"}, {"flash_attn", "auto"}}}));
+  for (const search::Prior& p : KbPriors(*store, q)) {
+    EXPECT_NE(p.knob, "flash_attn");
+    if (p.knob == "cache_type_k") {
+      EXPECT_TRUE(p.failure_kind.empty()) << p.failure_kind;  // the KEEP's learning only
+    }
+  }
+}
+
 TEST_F(RunTest, TheKnowledgeBasesReplayJudgmentInWords) {
   kb::ReplayVerdict v;
   v.reason = "why";

@@ -52,7 +52,10 @@ Result<std::unique_ptr<search::Proposer>> BuildProposer(const spec::SessionSpec&
   HONE_ASSIGN_OR_RETURN(search::Heuristics heuristics,
                         search::Heuristics::Load(ctx.data_dir + "/data/search/heuristics.yaml"));
   search::PlannerOptions options = PlannerOptionsFor(spec, engine.base_precision);
-  if (kb) options.priors = KbPriors(*kb, query);
+  if (kb) {
+    options.priors = KbPriors(*kb, query);
+    options.conflicts = KbConflicts(*kb, query);
+  }
   return search::MakeProposer(spec.search.strategy, engine.adapter->catalog(), heuristics, std::move(options),
                               spec.search.seed);
 }

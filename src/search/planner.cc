@@ -176,6 +176,7 @@ Status Planner::Init(const ProposalContext& ctx) {
     beliefs_[kd.knob->name] = std::move(b);
   }
   AddBundles();
+  for (const Config& c : options_.conflicts) SeedConflict(c);
   initialized_ = true;
   std::vector<Observation> foreign = std::move(foreign_);
   foreign_.clear();
@@ -653,6 +654,47 @@ void Planner::LearnConflict(const IdeaNode& retry, const Observation& obs) {
   }
 }
 
+void Planner::SeedConflict(const Config& conflict) {
+  if (conflict.size() < 2) return;  // a single value that never launches is a failure, not a conflict
+  if (std::find(conflicts_.begin(), conflicts_.end(), conflict) == conflicts_.end()) conflicts_.push_back(conflict);
+  std::set<std::string> existing;
+  for (const IdeaNode& r : tree_.nodes()) existing.insert(r.key);
+  const size_t count = tree_.nodes().size();
+  for (size_t i = 0; i < count; ++i) {
+    const IdeaNode v = tree_.nodes()[i];
+    if (v.kind != IdeaKind::kValue || !v.proposable()) continue;
+    if (auto have = conflict.Get(v.knob); !have || *have != v.value) continue;
+    for (const auto& [j, blocked] : conflict.values()) {
+      const KnobDomain* kd = domain_.Find(j);
+      auto b = beliefs_.find(j);
+      if (j == v.knob || !kd || b == beliefs_.end() || b->second.pruned) continue;
+      for (const std::string& w : kd->values) {
+        if (w == blocked) continue;
+        IdeaNode n;
+        n.kind = IdeaKind::kBundle;
+        n.key = "retry:" + v.key + "," + j + "=" + w;
+        if (!existing.insert(n.key).second) continue;
+        n.title = "set " + v.knob + " to " + v.value + " with " + j + "=" + w;
+        n.delta = Config{{v.knob, v.value}, {j, w}};
+        n.category = v.category;
+        n.origin = "retry";
+        n.prior_note = "knowledge base: " + v.key + " does not launch with " + j + "=" + blocked;
+        tree_.Add(std::move(n), v.id);
+      }
+    }
+  }
+}
+
+std::vector<Config> Planner::LearnedConflicts() const {
+  std::vector<Config> out;
+  for (const Config& c : conflicts_) {
+    if (std::find(options_.conflicts.begin(), options_.conflicts.end(), c) == options_.conflicts.end()) {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 std::optional<std::string> Planner::HeldConflict(const Config& full) const {
   for (const Config& c : conflicts_) {
     bool held = true;
@@ -1045,7 +1087,11 @@ std::string Planner::Describe() const {
   out += ctx_.headroom ? "; roofline headroom " + Num(*ctx_.headroom) : "; roofline headroom unknown";
   out += "\n";
   if (!stop_note_.empty()) out += "stopped: " + stop_note_ + "\n";
-  for (const Config& c : conflicts_) out += "learned launch conflict: " + c.ToString() + " (never proposed again)\n";
+  for (const Config& c : conflicts_) {
+    const bool known = std::find(options_.conflicts.begin(), options_.conflicts.end(), c) != options_.conflicts.end();
+    out += (known ? "launch conflict from the knowledge base: " : "learned launch conflict: ") + c.ToString() +
+           " (never proposed again)\n";
+  }
   out += tree_.Describe(3);
   return out;
 }

@@ -86,6 +86,12 @@ struct PlannerOptions {
   uint64_t seed = 0;
   // Explore with TPE once the tree has nothing worth measuring (instead of stopping).
   bool explore = true;
+  // Launch conflicts known before the session (the knowledge base's, kb::FailureKind
+  // kConflict): held like the ones a session learns (a configuration holding one is
+  // never proposed), and each value's idea gets a two-knob try with every other value
+  // of its partner from the start (cache_type_k=q8_0 with flash_attn=off), the way a
+  // failure is retried, without the failed trial.
+  std::vector<Config> conflicts;
 };
 
 class Planner final : public Proposer {
@@ -96,6 +102,8 @@ class Planner final : public Proposer {
   std::string Save() const override;
   Status Load(const std::string& saved) override;
   std::string Describe() const override;
+  // The conflicts learned from this session's failures (not the ones it was given).
+  std::vector<Config> LearnedConflicts() const override;
 
   // For tests and the report.
   const IdeaTree& tree() const { return tree_; }
@@ -209,6 +217,9 @@ class Planner final : public Proposer {
   // configuration explains (not a port race, a model that does not load or a flag the
   // engine rejects, which prunes the knob).
   void LearnConflict(const IdeaNode& retry, const Observation& obs);
+  // A conflict known before the session (PlannerOptions::conflicts): held, and the
+  // open value ideas it names get their two-knob tries with the partner's other values.
+  void SeedConflict(const Config& conflict);
   // The learned conflict `full` holds ("cache_type_k=q8_0 flash_attn=on"), or nothing.
   std::optional<std::string> HeldConflict(const Config& full) const;
   int FindProposed(const Observation& obs) const;

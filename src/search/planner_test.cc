@@ -751,6 +751,47 @@ TEST_F(PlannerTest, ALearnedLaunchConflictIsNeverProposedAgain) {
   EXPECT_GT(launched_after, 5);
   EXPECT_EQ(failures_after, 0);
   EXPECT_NE(p->Describe().find("learned launch conflict: kv=q8_0 ubatch=512"), std::string::npos) << p->Describe();
+  // What the session records in its knowledge base.
+  EXPECT_EQ(p->LearnedConflicts(), (std::vector<Config>{Config{{"kv", "q8_0"}, {"ubatch", "512"}}}));
+}
+
+// A conflict the knowledge base knows (PlannerOptions::conflicts) is held from the start:
+// no candidate holds it, and the value it names is tried with the partner's other
+// values without a failed trial first. It is not this session's learning.
+TEST_F(PlannerTest, AKnownConflictIsNeverLaunchedAndItsValueIsTriedWithThePartnersOtherValues) {
+  PlannerOptions o{.domain = {.only = {"kv", "ubatch", "threads"}}, .protocol = MeasurementProtocol{}, .seed = 3};
+  o.conflicts = {Config{{"kv", "q8_0"}, {"ubatch", "512"}}};
+  ctx_.noise_floor = 0.05;
+  auto p = Make(o);
+  auto holds = [&](const Config& full) { return full.GetOr("kv", "f16") == "q8_0" && full.GetOr("ubatch", "512") == "512"; };
+  int held = 0, detours = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto c = p->Next(ctx_);
+    if (!c) break;
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (holds(full)) {
+      ++held;
+      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "context_create"});
+      continue;
+    }
+    if (c->idea.starts_with("retry:kv=q8_0,ubatch=")) {
+      ++detours;
+      const IdeaNode* n = nullptr;
+      for (const IdeaNode& x : p->tree().nodes()) {
+        if (x.key == c->idea) n = &x;
+      }
+      ASSERT_NE(n, nullptr);
+      EXPECT_NE(n->prior_note.find("knowledge base: kv=q8_0 does not launch with ubatch=512"), std::string::npos)
+          << n->prior_note;
+    }
+    p->Observe({*c, full, Verdict::kRevert, -0.05, ""});
+  }
+  EXPECT_EQ(held, 0);
+  EXPECT_GE(detours, 1);
+  EXPECT_NE(p->Describe().find("launch conflict from the knowledge base: kv=q8_0 ubatch=512"), std::string::npos)
+      << p->Describe();
+  EXPECT_TRUE(p->LearnedConflicts().empty());
 }
 
 // Under a keep threshold no single knob is expected to clear (a 40% A/A floor), the

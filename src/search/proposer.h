@@ -79,6 +79,10 @@ class Proposer {
   virtual Status Load(const std::string& saved) = 0;
   // A readable summary of what was tried and what remains (for the report).
   virtual std::string Describe() const = 0;
+  // Launch conflicts this proposer learned from the session's own trials (each a
+  // sub-configuration whose values do not launch together, cache_type_k=q8_0 with
+  // flash_attn=on), for the knowledge base; none by default.
+  virtual std::vector<Config> LearnedConflicts() const { return {}; }
 };
 
 }  // namespace hone::search

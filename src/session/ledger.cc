@@ -124,7 +124,10 @@ std::string Ledger::NextTrialId() {
 }
 
 Status Ledger::Save() {
-  if (services_.proposer) state_.search_state = services_.proposer->Save();
+  if (services_.proposer) {
+    state_.search_state = services_.proposer->Save();
+    state_.learned_conflicts = services_.proposer->LearnedConflicts();
+  }
   return SaveState(state_.run_dir, state_);
 }
 

@@ -241,6 +241,9 @@ struct SessionState {
   std::map<std::string, int> baseline_metric_trials;  // how many stock trials reported each
   double baseline_total_tps = 0, baseline_output_tps = 0;  // means over the stock trials
   std::string search_state;  // the proposer's saved tree (opaque)
+  // Launch conflicts the search learned from this session's failures (values that do
+  // not launch together, each a sub-configuration): recorded with the recipe.
+  std::vector<Config> learned_conflicts;
 
   int next_trial = 1;
   int next_candidate = 1;

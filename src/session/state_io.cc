@@ -274,6 +274,8 @@ std::string StateToJson(const SessionState& s) {
                      {"retune_base_trials", p.retune_base_trials}, {"retune_trials", p.retune_trials},
                      {"retune_verdict", Name(p.retune_verdict)}, {"retune_gain", p.retune_gain}});
   }
+  json learned_conflicts = json::array();
+  for (const Config& c : s.learned_conflicts) learned_conflicts.push_back(ConfigJson(c));
   json slo_loads = json::array();
   for (const auto& l : s.slo_loads) {
     json probes = json::array();
@@ -351,6 +353,7 @@ std::string StateToJson(const SessionState& s) {
             {"baseline_total_tps", s.baseline_total_tps},
             {"baseline_output_tps", s.baseline_output_tps},
             {"search_state", s.search_state},
+            {"learned_conflicts", learned_conflicts},
             {"next_trial", s.next_trial},
             {"next_candidate", s.next_candidate},
             {"trials_run", s.trials_run},
@@ -493,6 +496,9 @@ Result<SessionState> StateFromJson(const std::string& text) {
     s.baseline_total_tps = j.value("baseline_total_tps", 0.0);
     s.baseline_output_tps = j.value("baseline_output_tps", 0.0);
     s.search_state = j.value("search_state", "");
+    if (j.contains("learned_conflicts") && j.at("learned_conflicts").is_array()) {
+      for (const json& c : j.at("learned_conflicts")) s.learned_conflicts.push_back(ConfigFrom(c));
+    }
     s.next_trial = j.value("next_trial", 1);
     s.next_candidate = j.value("next_candidate", 1);
     s.trials_run = j.value("trials_run", 0);

@@ -34,6 +34,7 @@ TEST(StateTest, RoundTripsEveryField) {
   s.accuracy_gate.aa_kl = 0.003;
   s.accuracy_gate.nondeterministic = true;
   s.accuracy_gate.note = "widened";
+  s.learned_conflicts = {Config{{"cache_type_k", "q8_0"}, {"flash_attn", "on"}}};
   auto back = StateFromJson(StateToJson(s));
   ASSERT_OK(back);
   EXPECT_EQ(StateToJson(*back), StateToJson(s));
@@ -41,6 +42,8 @@ TEST(StateTest, RoundTripsEveryField) {
   EXPECT_EQ(back->accuracy_gate.positions, 128);
   EXPECT_EQ(back->accuracy_gate.aa_kl, 0.003);
   EXPECT_TRUE(back->accuracy_gate.nondeterministic);
+  ASSERT_EQ(back->learned_conflicts.size(), 1u);
+  EXPECT_EQ(back->learned_conflicts[0].ToString(), "cache_type_k=q8_0 flash_attn=on");
   EXPECT_FALSE(StateFromJson("{not json"));
 }
 
