@@ -192,6 +192,42 @@ TEST_F(CliTest, BadInputGivesOneLineErrors) {
   EXPECT_NE(r.output.find("unknown engine 'tensorrt'"), std::string::npos);
 }
 
+// A short session on the tiny model at c2 (32 in / 8 out tokens) over `knobs`, with its
+// knowledge base at `kb`.
+std::string TinySessionSpec(const std::string& name, const std::string& model, const std::string& kb,
+                            const std::string& wall, const std::string& knobs) {
+  return "name: " + name + "\ntarget:\n  model: " + model +
+         "\nworkload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}\n"
+         "objective: {metric: total_tps_per_gpu}\n"
+         "accuracy: {probes: 2, probe_tokens: 4}\n"
+         "budget: {wall: " + wall + "}\n"
+         "measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3}\n"
+         "search: {knobs: [" + knobs + "]}\n"
+         "kb: {path: " + kb + "}\n";
+}
+
+nlohmann::json LoadJson(const std::string& file) {
+  auto text = sys::ReadFile(file);
+  return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
+}
+
+// A recipe as another machine shares it (`hone kb import`), with the identity of the
+// session whose summary is given (a TinySessionSpec workload): `config` gained 20%.
+nlohmann::json SharedRecipe(const nlohmann::json& summary, nlohmann::json config) {
+  std::string version = summary.value("framework_version", "");
+  version = version.substr(0, version.find_first_of(" -"));
+  return {{"format", "hone-kb-recipe/1"},
+          {"identity", {{"model", summary.value("model", "")}, {"hardware", summary.value("hardware", "")},
+                        {"framework", "llama.cpp"}, {"model_type", "llama"}, {"architecture", "LlamaForCausalLM"},
+                        {"framework_version", version}, {"precision", "f16"}}},
+          {"workload", {{"kind", "fixed"}, {"concurrency", 2}, {"isl", 32}, {"osl", 8}}},
+          {"config", std::move(config)},
+          {"objective", {{"name", "total_tps_per_gpu"}, {"value", 120.0}, {"ci_lo", 110.0}, {"ci_hi", 130.0},
+                         {"higher_is_better", true}, {"trial_ids", {"t0001"}}}},
+          {"baseline", {{"value", 100.0}, {"trial_ids", {"t0002"}}}},
+          {"provenance", {{"session_id", "another-machine"}, {"hone_version", "0.1.0"}, {"date", "2026-12-01T00:00:00Z"}}}};
+}
+
 class CliLlamaTest : public CliTest {
  protected:
   void SetUp() override {
@@ -426,21 +462,8 @@ TEST_F(CliLlamaTest, ARealSessionColdThenWarmClosesWithReportSummaryAndRecipe) {
   std::string f16 = Path("e2e-tiny.gguf");
   ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
   std::string kb = Path("kb.sqlite");
-  std::string spec = R"(name: e2e
-target:
-  model: )" + f16 + R"(
-workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
-objective: {metric: total_tps_per_gpu}
-accuracy: {probes: 2, probe_tokens: 4}
-budget: {wall: 100s}
-measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3}
-search: {knobs: [weights, threads]}
-kb: {path: )" + kb + "}\n";
-  ASSERT_OK(sys::WriteFileAtomic(Path("e2e.yaml"), spec));
-  auto load = [](const std::string& file) {
-    auto text = sys::ReadFile(file);
-    return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-  };
+  ASSERT_OK(sys::WriteFileAtomic(Path("e2e.yaml"), TinySessionSpec("e2e", f16, kb, "100s", "weights, threads")));
+  auto load = LoadJson;
   for (const char* which : {"cold", "warm"}) {
     SCOPED_TRACE(which);
     std::string out = Path(which);
@@ -512,19 +535,7 @@ kb: {path: )" + kb + "}\n";
         // No validated gain on this host this time (tiny trials are noisy): share a
         // recipe the way another machine would, through `hone kb import`, with this
         // session's identity, so the warm session has one to replay.
-        std::string version = summary.value("framework_version", "");
-        version = version.substr(0, version.find_first_of(" -"));
-        nlohmann::json recipe = {
-            {"format", "hone-kb-recipe/1"},
-            {"identity", {{"model", summary.value("model", "")}, {"hardware", summary.value("hardware", "")},
-                          {"framework", "llama.cpp"}, {"model_type", "llama"}, {"architecture", "LlamaForCausalLM"},
-                          {"framework_version", version}, {"precision", "f16"}}},
-            {"workload", {{"kind", "fixed"}, {"concurrency", 2}, {"isl", 32}, {"osl", 8}}},
-            {"config", {{"weights", "q8_0"}}},
-            {"objective", {{"name", "total_tps_per_gpu"}, {"value", 120.0}, {"ci_lo", 110.0}, {"ci_hi", 130.0},
-                           {"higher_is_better", true}, {"trial_ids", {"t0001"}}}},
-            {"baseline", {{"value", 100.0}, {"trial_ids", {"t0002"}}}},
-            {"provenance", {{"session_id", "another-machine"}, {"hone_version", "0.1.0"}, {"date", "2026-12-01T00:00:00Z"}}}};
+        nlohmann::json recipe = SharedRecipe(summary, {{"weights", "q8_0"}});
         ASSERT_OK(sys::WriteFileAtomic(Path("shared.jsonl"), recipe.dump() + "\n"));
         auto imported = RunHone({"kb", "import", "--kb", kb, Path("shared.jsonl")});
         ASSERT_EQ(imported.status.code, 0) << imported.output;
@@ -563,21 +574,9 @@ TEST_F(CliLlamaTest, ALaunchConflictOneSessionLearnedIsNeverLaunchedByTheNext) {
   std::string f16 = Path("conflict-tiny.gguf");
   ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
   std::string kb = Path("kb.sqlite");
-  std::string spec = R"(name: conflict
-target:
-  model: )" + f16 + R"(
-workload: {isl: 32, osl: 8, concurrency: 2, num_prompts: 4, warmups: 1}
-objective: {metric: total_tps_per_gpu}
-accuracy: {probes: 2, probe_tokens: 4}
-budget: {wall: 90s}
-measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3}
-search: {knobs: [cache_type_k, flash_attn]}
-kb: {path: )" + kb + "}\n";
-  ASSERT_OK(sys::WriteFileAtomic(Path("conflict.yaml"), spec));
-  auto load = [](const std::string& file) {
-    auto text = sys::ReadFile(file);
-    return text ? nlohmann::json::parse(*text, nullptr, false) : nlohmann::json();
-  };
+  ASSERT_OK(sys::WriteFileAtomic(Path("conflict.yaml"),
+                                 TinySessionSpec("conflict", f16, kb, "90s", "cache_type_k, flash_attn")));
+  auto load = LoadJson;
   // Candidates that failed to launch with a q8_0 K cache and flash attention at auto.
   auto failed_pairs = [](const nlohmann::json& state) {
     int n = 0;
@@ -610,23 +609,11 @@ kb: {path: )" + kb + "}\n";
     std::printf("cold session: no recipe (%s): importing one with the conflict\n",
                 state.value("kb_result", "").c_str());
     nlohmann::json summary = load(Path("cold") + "/summary.json");
-    std::string version = summary.value("framework_version", "");
-    version = version.substr(0, version.find_first_of(" -"));
-    nlohmann::json recipe = {
-        {"format", "hone-kb-recipe/1"},
-        {"identity", {{"model", summary.value("model", "")}, {"hardware", summary.value("hardware", "")},
-                      {"framework", "llama.cpp"}, {"model_type", "llama"}, {"architecture", "LlamaForCausalLM"},
-                      {"framework_version", version}, {"precision", "f16"}}},
-        {"workload", {{"kind", "fixed"}, {"concurrency", 2}, {"isl", 32}, {"osl", 8}}},
-        {"config", {{"flash_attn", "off"}}},
-        {"objective", {{"name", "total_tps_per_gpu"}, {"value", 101.0}, {"ci_lo", 100.5}, {"ci_hi", 101.5},
-                       {"higher_is_better", true}, {"trial_ids", {"t0001"}}}},
-        {"baseline", {{"value", 100.0}, {"trial_ids", {"t0002"}}}},
-        {"failures", {{{"config_delta", {{"cache_type_k", "q8_0"}, {"flash_attn", "auto"}}},
-                       {"kind", "conflict"},
-                       {"detail", "does not launch together: context_create"},
-                       {"trial_ids", {"t0003"}}}}},
-        {"provenance", {{"session_id", "another-machine"}, {"hone_version", "0.1.0"}, {"date", "2026-12-01T00:00:00Z"}}}};
+    nlohmann::json recipe = SharedRecipe(summary, {{"flash_attn", "off"}});
+    recipe["failures"] = {{{"config_delta", {{"cache_type_k", "q8_0"}, {"flash_attn", "auto"}}},
+                           {"kind", "conflict"},
+                           {"detail", "does not launch together: context_create"},
+                           {"trial_ids", {"t0003"}}}};
     ASSERT_OK(sys::WriteFileAtomic(Path("shared.jsonl"), recipe.dump() + "\n"));
     auto imported = RunHone({"kb", "import", "--kb", kb, Path("shared.jsonl")});
     ASSERT_EQ(imported.status.code, 0) << imported.output;
