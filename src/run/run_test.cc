@@ -231,6 +231,16 @@ TEST_F(RunTest, ALearnedLaunchConflictIsRecordedAndComesBackAsAConflict) {
   EXPECT_EQ(conflict.trial_ids, std::vector<std::string>{"t1c1"});
   EXPECT_EQ(conflict.detail, "does not launch together: context_create: failed to create context");
   EXPECT_EQ(req->recipe.failures[1].kind, kb::FailureKind::kOutOfMemory);
+  {
+    // A port race is no evidence of the conflict: it stays a failure of its own.
+    session::SessionState raced = s;
+    raced.candidates.push_back(Candidate("c4", Config{{"cache_type_k", "q8_0"}}, Verdict::kLaunchFailed, "port_in_use"));
+    auto r2 = AdmissionFor(raced, spec_, q, {"0.1.0", "t-1", "2026-01-01T00:00:00Z"}, &why);
+    ASSERT_TRUE(r2) << why;
+    ASSERT_EQ(r2->recipe.failures.size(), 3u);
+    EXPECT_EQ(r2->recipe.failures[0].trial_ids, std::vector<std::string>{"t1c1"});
+    EXPECT_EQ(r2->recipe.failures[2].trial_ids, std::vector<std::string>{"t1c4"});
+  }
 
   spec_.kb.path = (dir_->path() / "kb.sqlite").string();
   ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
