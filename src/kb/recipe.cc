@@ -77,11 +77,13 @@ std::string_view FailureKindName(FailureKind k) {
 
 Result<FailureKind> ParseFailureKind(std::string_view name) {
   for (FailureKind k : {FailureKind::kCrashed, FailureKind::kBadFlag, FailureKind::kOutOfMemory, FailureKind::kTimeout,
-                        FailureKind::kRegressed, FailureKind::kAccuracyFailed, FailureKind::kUnsupported, FailureKind::kConflict}) {
+                        FailureKind::kRegressed, FailureKind::kAccuracyFailed, FailureKind::kUnsupported,
+                        FailureKind::kConflict}) {
     if (FailureKindName(k) == name) return k;
   }
   return InvalidArgument("unknown failure kind '" + std::string(name) +
-                         "' (crashed, bad_flag, out_of_memory, timeout, regressed, accuracy_failed, unsupported, conflict)");
+                         "' (crashed, bad_flag, out_of_memory, timeout, regressed, accuracy_failed, unsupported, "
+                         "conflict)");
 }
 
 std::string_view RecipeStatusName(RecipeStatus s) { return s == RecipeStatus::kActive ? "active" : "demoted"; }

@@ -95,7 +95,16 @@ struct Learning {
 // kConflict: the values of the config delta do not launch together, each of them may
 // alone (a session learned it: a value failed to launch, and launched once a knob it
 // interacts with took another value); a later session never proposes them together.
-enum class FailureKind { kCrashed, kBadFlag, kOutOfMemory, kTimeout, kRegressed, kAccuracyFailed, kUnsupported, kConflict };
+enum class FailureKind {
+  kCrashed,
+  kBadFlag,
+  kOutOfMemory,
+  kTimeout,
+  kRegressed,
+  kAccuracyFailed,
+  kUnsupported,
+  kConflict,
+};
 // "crashed", "bad_flag", "out_of_memory", "timeout", "regressed", "accuracy_failed", "unsupported",
 // "conflict".
 std::string_view FailureKindName(FailureKind k);

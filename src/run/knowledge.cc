@@ -218,10 +218,9 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
     f.config_delta = conflict;
     f.kind = kb::FailureKind::kConflict;
     for (const session::CandidateRecord& c : s.candidates) {
-      // A failure the configuration explains (as the planner learns them), not a port
-      // race or a health timeout.
-      static const std::set<std::string> kExplained = {"context_create", "out_of_memory", "crashed", "exited"};
-      if (c.verdict != Verdict::kLaunchFailed || c.delta.size() == 0 || !kExplained.contains(c.failure_kind)) continue;
+      // A failure the configuration explains (as the planner learns them), not a port race.
+      const bool explains = search::ConfigurationExplains(c.failure_kind);
+      if (c.verdict != Verdict::kLaunchFailed || c.delta.size() == 0 || !explains) continue;
       bool within = true;
       for (const auto& [k, v] : c.delta.values()) within = within && conflict.Get(k) == v;
       if (!within) continue;

@@ -411,13 +411,6 @@ void Planner::AttributeEffect(const Config& resolved, double log_gain) {
 
 namespace {
 
-// A launch failure a configuration can explain (not a port race, a model that does not
-// load, a health timeout or a flag the engine rejects).
-bool ConfigurationExplains(const std::string& failure_kind) {
-  return failure_kind == "context_create" || failure_kind == "out_of_memory" || failure_kind == "crashed" ||
-         failure_kind == "exited";
-}
-
 // The verdicts of a candidate whose server started.
 bool Launched(Verdict v) {
   return v == Verdict::kKeep || v == Verdict::kRevert || v == Verdict::kInconclusive ||
@@ -449,22 +442,12 @@ void Planner::AddRetries(int failed_id, bool all) {
     }
   }
   auto add = [&](const std::string& j, const std::string& w, const std::string& why) {
-    IdeaNode n;
-    n.kind = IdeaKind::kBundle;
-    n.key = "retry:" + f.key + "," + j + "=" + w;
-    if (existing.contains(n.key)) return;
-    n.title = "set " + f.knob + " to " + f.value + " with " + j + "=" + w;
-    n.delta = Config{{f.knob, f.value}, {j, w}};
-    n.category = f.category;
-    n.origin = "retry";
-    n.prior_note = f.key + " failed to launch with " + j + "=" + beliefs_.at(j).current + "; " + f.knob + " and " + j +
-                   " interact" + why;
-    tree_.Add(std::move(n), failed_id);
+    AddRetry(f, j, w,
+             f.key + " failed to launch with " + j + "=" + beliefs_.at(j).current + "; " + f.knob + " and " + j +
+                 " interact" + why,
+             existing);
   };
-  auto usable = [&](const std::string& j) {
-    auto b = beliefs_.find(j);
-    return j != f.knob && b != beliefs_.end() && !b->second.pruned && domain_.Find(j) != nullptr;
-  };
+  auto usable = [&](const std::string& j) { return RetryPartner(f.knob, j); };
   if (!all && explained && usable(explained->first) && beliefs_.at(explained->first).current != explained->second) {
     add(explained->first, explained->second,
         " (" + explained->first + "=" + explained->second + " let an earlier value of " + f.knob + " launch)");
@@ -476,6 +459,25 @@ void Planner::AddRetries(int failed_id, bool all) {
       if (w != beliefs_.at(j).current) add(j, w, "");
     }
   }
+}
+
+void Planner::AddRetry(const IdeaNode& of, const std::string& j, const std::string& w, std::string note,
+                       std::set<std::string>& existing) {
+  IdeaNode n;
+  n.kind = IdeaKind::kBundle;
+  n.key = "retry:" + of.key + "," + j + "=" + w;
+  if (!existing.insert(n.key).second) return;
+  n.title = "set " + of.knob + " to " + of.value + " with " + j + "=" + w;
+  n.delta = Config{{of.knob, of.value}, {j, w}};
+  n.category = of.category;
+  n.origin = "retry";
+  n.prior_note = std::move(note);
+  tree_.Add(std::move(n), of.id);
+}
+
+bool Planner::RetryPartner(const std::string& knob, const std::string& j) const {
+  auto b = beliefs_.find(j);
+  return j != knob && b != beliefs_.end() && !b->second.pruned && domain_.Find(j) != nullptr;
 }
 
 void Planner::Rescore() {
@@ -665,32 +667,23 @@ void Planner::SeedConflict(const Config& conflict) {
     if (v.kind != IdeaKind::kValue || !v.proposable()) continue;
     if (auto have = conflict.Get(v.knob); !have || *have != v.value) continue;
     for (const auto& [j, blocked] : conflict.values()) {
-      const KnobDomain* kd = domain_.Find(j);
-      auto b = beliefs_.find(j);
-      if (j == v.knob || !kd || b == beliefs_.end() || b->second.pruned) continue;
-      for (const std::string& w : kd->values) {
+      if (!RetryPartner(v.knob, j)) continue;
+      for (const std::string& w : domain_.Find(j)->values) {
         if (w == blocked) continue;
-        IdeaNode n;
-        n.kind = IdeaKind::kBundle;
-        n.key = "retry:" + v.key + "," + j + "=" + w;
-        if (!existing.insert(n.key).second) continue;
-        n.title = "set " + v.knob + " to " + v.value + " with " + j + "=" + w;
-        n.delta = Config{{v.knob, v.value}, {j, w}};
-        n.category = v.category;
-        n.origin = "retry";
-        n.prior_note = "knowledge base: " + v.key + " does not launch with " + j + "=" + blocked;
-        tree_.Add(std::move(n), v.id);
+        AddRetry(v, j, w, "knowledge base: " + v.key + " does not launch with " + j + "=" + blocked, existing);
       }
     }
   }
 }
 
+bool Planner::GivenConflict(const Config& conflict) const {
+  return std::find(options_.conflicts.begin(), options_.conflicts.end(), conflict) != options_.conflicts.end();
+}
+
 std::vector<Config> Planner::LearnedConflicts() const {
   std::vector<Config> out;
   for (const Config& c : conflicts_) {
-    if (std::find(options_.conflicts.begin(), options_.conflicts.end(), c) == options_.conflicts.end()) {
-      out.push_back(c);
-    }
+    if (!GivenConflict(c)) out.push_back(c);
   }
   return out;
 }
@@ -1088,8 +1081,7 @@ std::string Planner::Describe() const {
   out += "\n";
   if (!stop_note_.empty()) out += "stopped: " + stop_note_ + "\n";
   for (const Config& c : conflicts_) {
-    const bool known = std::find(options_.conflicts.begin(), options_.conflicts.end(), c) != options_.conflicts.end();
-    out += (known ? "launch conflict from the knowledge base: " : "learned launch conflict: ") + c.ToString() +
+    out += (GivenConflict(c) ? "launch conflict from the knowledge base: " : "learned launch conflict: ") + c.ToString() +
            " (never proposed again)\n";
   }
   out += tree_.Describe(3);

@@ -208,6 +208,12 @@ class Planner final : public Proposer {
   // (Observe), and the next failure of that knob is retried with the explaining value
   // alone first (`all` = false), the others only if that one fails too (`all` = true).
   void AddRetries(int failed_id, bool all = false);
+  // One two-knob retry of the value idea `of` with j=w, its child, once per key
+  // (`existing`: every key in the tree).
+  void AddRetry(const IdeaNode& of, const std::string& j, const std::string& w, std::string note,
+                std::set<std::string>& existing);
+  // Whether knob j can take part in a retry of a value of `knob` (searched, not pruned).
+  bool RetryPartner(const std::string& knob, const std::string& j) const;
   // Launch conflicts learned this session. A value that failed to launch and launched
   // in a retry with another value of a partner knob names a conflict: the value with
   // the partner's value in the failed configuration (cache_type_k=q8_0 with
@@ -220,6 +226,8 @@ class Planner final : public Proposer {
   // A conflict known before the session (PlannerOptions::conflicts): held, and the
   // open value ideas it names get their two-knob tries with the partner's other values.
   void SeedConflict(const Config& conflict);
+  // Whether `conflict` was given (PlannerOptions::conflicts), not learned.
+  bool GivenConflict(const Config& conflict) const;
   // The learned conflict `full` holds ("cache_type_k=q8_0 flash_attn=on"), or nothing.
   std::optional<std::string> HeldConflict(const Config& full) const;
   int FindProposed(const Observation& obs) const;

@@ -60,6 +60,14 @@ struct ProposalContext {
 // failed, a faulted run) leave failure_kind empty: they say nothing about the candidate.
 inline constexpr std::string_view kNoValidRunPrefix = "invalid: ";
 
+// A launch failure a configuration can explain (not a port race, a model that does not
+// load, a health timeout or a flag the engine rejects): what a launch conflict is
+// learned from.
+inline bool ConfigurationExplains(std::string_view failure_kind) {
+  return failure_kind == "context_create" || failure_kind == "out_of_memory" || failure_kind == "crashed" ||
+         failure_kind == "exited";
+}
+
 struct Observation {
   Candidate candidate;
   Config config;
