@@ -157,9 +157,14 @@ std::string KbWarmStart::RecordReplay(const session::WarmCandidate& c, const ses
 std::optional<kb::FailureKind> FailureKindFor(const session::CandidateRecord& c) {
   switch (c.verdict) {
     case Verdict::kLaunchFailed:
-      return c.failure_kind == "out_of_memory" ? kb::FailureKind::kOutOfMemory
-             : c.failure_kind == "bad_flag"    ? kb::FailureKind::kBadFlag
-                                               : kb::FailureKind::kCrashed;
+      // A port race or a missing binary says nothing about the configuration: a later
+      // session must not hold it against the values (the launch is retried elsewhere).
+      if (c.failure_kind == "port_in_use" || c.failure_kind == "not_found") return std::nullopt;
+      if (c.failure_kind == "out_of_memory") return kb::FailureKind::kOutOfMemory;
+      if (c.failure_kind == "bad_flag") return kb::FailureKind::kBadFlag;
+      if (c.failure_kind == "unsupported") return kb::FailureKind::kUnsupported;
+      if (c.failure_kind == "health_timeout") return kb::FailureKind::kTimeout;
+      return kb::FailureKind::kCrashed;  // context_create, model_load, crashed, exited
     case Verdict::kAccuracyFailed: return kb::FailureKind::kAccuracyFailed;
     case Verdict::kRevert: return kb::FailureKind::kRegressed;
     case Verdict::kPending:

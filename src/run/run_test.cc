@@ -232,14 +232,15 @@ TEST_F(RunTest, ALearnedLaunchConflictIsRecordedAndComesBackAsAConflict) {
   EXPECT_EQ(conflict.detail, "does not launch together: context_create: failed to create context");
   EXPECT_EQ(req->recipe.failures[1].kind, kb::FailureKind::kOutOfMemory);
   {
-    // A port race is no evidence of the conflict: it stays a failure of its own.
+    // A port race is no evidence of the conflict, nor of anything about its values: it
+    // is not recorded at all.
     session::SessionState raced = s;
     raced.candidates.push_back(Candidate("c4", Config{{"cache_type_k", "q8_0"}}, Verdict::kLaunchFailed, "port_in_use"));
     auto r2 = AdmissionFor(raced, spec_, q, {"0.1.0", "t-1", "2026-01-01T00:00:00Z"}, &why);
     ASSERT_TRUE(r2) << why;
-    ASSERT_EQ(r2->recipe.failures.size(), 3u);
+    ASSERT_EQ(r2->recipe.failures.size(), 2u);
     EXPECT_EQ(r2->recipe.failures[0].trial_ids, std::vector<std::string>{"t1c1"});
-    EXPECT_EQ(r2->recipe.failures[2].trial_ids, std::vector<std::string>{"t1c4"});
+    EXPECT_EQ(r2->recipe.failures[1].kind, kb::FailureKind::kOutOfMemory);
   }
 
   spec_.kb.path = (dir_->path() / "kb.sqlite").string();
@@ -253,6 +254,26 @@ TEST_F(RunTest, ALearnedLaunchConflictIsRecordedAndComesBackAsAConflict) {
       EXPECT_TRUE(p.failure_kind.empty()) << p.failure_kind;  // the KEEP's learning only
     }
   }
+}
+
+// A launch failure is recorded under the kind the engine's failure names, so a later
+// session's priors prune what the engine does not support and penalize the rest; a
+// failure of the host (a port race, a missing binary) is not the configuration's.
+TEST_F(RunTest, ALaunchFailureIsRecordedAsWhatItWasAndAHostFailureNotAtAll) {
+  const Config delta{{"cache_type_k", "q8_0"}};
+  auto kind = [&](const char* failure) { return FailureKindFor(Candidate("c1", delta, Verdict::kLaunchFailed, failure)); };
+  EXPECT_EQ(kind("out_of_memory"), kb::FailureKind::kOutOfMemory);
+  EXPECT_EQ(kind("bad_flag"), kb::FailureKind::kBadFlag);
+  EXPECT_EQ(kind("unsupported"), kb::FailureKind::kUnsupported);
+  EXPECT_EQ(kind("health_timeout"), kb::FailureKind::kTimeout);
+  for (const char* f : {"context_create", "model_load", "crashed", "exited", ""}) {
+    EXPECT_EQ(kind(f), kb::FailureKind::kCrashed) << f;
+  }
+  EXPECT_EQ(kind("port_in_use"), std::nullopt);
+  EXPECT_EQ(kind("not_found"), std::nullopt);
+  EXPECT_EQ(FailureKindFor(Candidate("c2", delta, Verdict::kAccuracyFailed)), kb::FailureKind::kAccuracyFailed);
+  EXPECT_EQ(FailureKindFor(Candidate("c3", delta, Verdict::kRevert)), kb::FailureKind::kRegressed);
+  EXPECT_EQ(FailureKindFor(Candidate("c4", delta, Verdict::kScreenedOut)), std::nullopt);
 }
 
 TEST_F(RunTest, TheKnowledgeBasesReplayJudgmentInWords) {
