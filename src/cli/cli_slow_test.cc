@@ -641,6 +641,53 @@ TEST_F(CliLlamaTest, ALaunchConflictOneSessionLearnedIsNeverLaunchedByTheNext) {
   EXPECT_TRUE(NoneLeftWithin(f16, 10s)) << Describe(ProcessesMentioning(f16));
 }
 
+// A session whose stock wins has no recipe to admit, but what it learned is kept as the
+// stock's record: here the only move, a q8_0 K cache, does not launch with flash attention
+// at auto (flash attention is not in this session's search), so the stock wins; `hone kb`
+// shows the record and the next session's planner holds the failure against the value.
+TEST_F(CliLlamaTest, AStockWinKeepsItsFailuresForTheNextSession) {
+  std::string f16 = Path("stockwin-tiny.gguf");
+  ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
+  std::string kb = Path("kb.sqlite");
+  ASSERT_OK(sys::WriteFileAtomic(Path("stockwin.yaml"), TinySessionSpec("stockwin", f16, kb, "60s", "cache_type_k")));
+
+  auto cold = RunHone({"run", Path("stockwin.yaml"), "--out", Path("cold")}, 300s);
+  ASSERT_EQ(cold.status.code, 0) << LastLines(cold.output, 30);
+  nlohmann::json state = LoadJson(Path("cold") + "/state.json");
+  ASSERT_TRUE(state.is_object());
+  int failed = 0;
+  for (const auto& c : state.value("candidates", nlohmann::json::array())) {
+    failed += c.value("verdict", "") == "LAUNCH_FAILED" ? 1 : 0;
+  }
+  ASSERT_GE(failed, 1) << state.value("candidates", nlohmann::json()).dump();
+  ASSERT_EQ(state.value("best", nlohmann::json()), state.value("stock", nlohmann::json()));
+  const std::string kb_result = state.value("kb_result", "");
+  EXPECT_TRUE(kb_result.starts_with("nothing to record: the stock configuration won; what it learned is kept: "
+                                    "new stock record #1 (1 failure(s)) in " + kb))
+      << kb_result;
+  auto listed = RunHone({"kb", "list", "--kb", kb});
+  ASSERT_EQ(listed.status.code, 0) << listed.output;
+  EXPECT_NE(listed.output.find("demoted"), std::string::npos) << listed.output;
+  EXPECT_NE(listed.output.find("(the stock won: the record of 1 failure(s))"), std::string::npos) << listed.output;
+  auto shown = RunHone({"kb", "show", "1", "--kb", kb});
+  ASSERT_EQ(shown.status.code, 0) << shown.output;
+  EXPECT_NE(shown.output.find("crashed  cache_type_k=q8_0 (context_create"), std::string::npos) << shown.output;
+  EXPECT_NE(shown.output.find("never replayed"), std::string::npos) << shown.output;
+
+  // The next session does not launch the value that crashed here again.
+  auto warm = RunHone({"run", Path("stockwin.yaml"), "--out", Path("warm")}, 300s);
+  ASSERT_EQ(warm.status.code, 0) << LastLines(warm.output, 30);
+  const std::string report = sys::ReadFile(Path("warm") + "/report.md").value_or("");
+  EXPECT_NE(report.find("cache_type_k=q8_0: knowledge base: did not launch here (crashed, conf 1)"), std::string::npos)
+      << report;
+  state = LoadJson(Path("warm") + "/state.json");
+  ASSERT_TRUE(state.is_object());
+  for (const auto& c : state.value("candidates", nlohmann::json::array())) {
+    EXPECT_NE(c.value("verdict", ""), "LAUNCH_FAILED") << c.dump();
+  }
+  EXPECT_TRUE(NoneLeftWithin(f16, 10s)) << Describe(ProcessesMentioning(f16));
+}
+
 // False keeps on live trials (issue 18.6): `hone search noise --live SPEC` runs the
 // session's decision protocol on real llama-server trials, the candidate being the
 // stock under another name; every trial launched the same command.

@@ -45,6 +45,12 @@ std::string Objective(const kb::Recipe& r) {
   return buf;
 }
 
+// A recipe's config, or what the stock's record is.
+std::string ConfigWords(const kb::Recipe& r) {
+  return r.IsStockRecord() ? "(the stock won: the record of " + std::to_string(r.failures.size()) + " failure(s))"
+                           : r.config.ToString();
+}
+
 int RunList(const KbOpts& o, const Context& ctx) {
   auto store = OpenStore(o, ctx);
   if (!store) return ReportError(store.error());
@@ -61,7 +67,7 @@ int RunList(const KbOpts& o, const Context& ctx) {
                 std::string(kb::RecipeStatusName(r.status)).c_str(), r.identity.model.c_str(),
                 r.identity.hardware.c_str(), r.identity.precision.c_str(), r.workload.ToString().c_str(),
                 Objective(r).c_str(), Pct(r.GainFraction()).c_str(), static_cast<long long>(r.reproduce_count),
-                r.config.ToString().c_str());
+                ConfigWords(r).c_str());
   }
   return 0;
 }
@@ -77,7 +83,7 @@ int RunShow(const KbOpts& o, const Context& ctx) {
     std::printf("  %-18s %s\n", std::string(kb::MatchFieldName(f)).c_str(), r.identity.Get(f).c_str());
   }
   std::printf("workload           %s\n", r.workload.ToString().c_str());
-  std::printf("config             %s\n", r.config.ToString().c_str());
+  std::printf("config             %s\n", ConfigWords(r).c_str());
   std::printf("objective          %s  CI [%g, %g]  trials %s\n", Objective(r).c_str(), r.objective.ci_lo,
               r.objective.ci_hi, kb::JoinTrialIds(r.objective.trial_ids).c_str());
   std::printf("baseline           %g  (%s better than baseline)  trials %s\n", r.baseline.value,

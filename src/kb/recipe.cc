@@ -137,7 +137,9 @@ Status CheckRecipeShape(const Recipe& r, int64_t min_objective_trials, int64_t m
   if (r.workload.concurrency < 0 || r.workload.isl < 0 || r.workload.osl < 0) {
     return InvalidArgument("workload has a negative dimension: " + r.workload.ToString());
   }
-  if (r.config.empty()) return InvalidArgument("the winning config is empty (stock): nothing to replay");
+  if (r.config.empty() && r.status != RecipeStatus::kDemoted) {
+    return InvalidArgument("the winning config is empty (stock): nothing to replay");
+  }
   if (r.objective.name.empty()) return InvalidArgument("objective name is empty");
   const Objective& o = r.objective;
   if (!std::isfinite(o.value) || !std::isfinite(o.ci_lo) || !std::isfinite(o.ci_hi)) {

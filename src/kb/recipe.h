@@ -139,6 +139,14 @@ struct Provenance {
 enum class RecipeStatus { kActive, kDemoted };
 std::string_view RecipeStatusName(RecipeStatus s);  // "active", "demoted"
 
+// A session whose stock configuration won has nothing to replay, but what it learned on
+// the way (values that crashed, failed the gate or regressed, launch conflicts) is kept:
+// as the stock's record, a recipe with an empty config, stored demoted with this reason
+// (RecipeStore::RecordStockWon). It is never matched or replayed; its failures reach a
+// later session's priors like any recipe's.
+inline constexpr std::string_view kStockRecordReason =
+    "the stock configuration won: kept for what its sessions learned, never replayed";
+
 // One entry of a recipe's history: what happened to it, when, and with which numbers.
 struct HistoryEvent {
   std::string event;  // "admitted", "updated", "reproduced", "not_reproduced", "inconclusive", "demoted", "imported", "migrated"
@@ -168,6 +176,8 @@ struct Recipe {
   int64_t reproduce_count = 0;        // independent confirmations after admission
   std::vector<HistoryEvent> history;  // oldest first; filled by the store
 
+  // The stock's record (kStockRecordReason): no config, demoted, never replayed.
+  bool IsStockRecord() const { return config.empty() && status == RecipeStatus::kDemoted; }
   // Stable dedup key over identity, workload and config (hex).
   std::string Key() const;
   // Relative gain over the baseline in the objective's good direction: +0.2 = 20% better.
@@ -177,7 +187,8 @@ struct Recipe {
 // Relative gain of `value` over `baseline` in the good direction (0 when baseline is 0).
 double GainFraction(double value, double baseline, bool higher_is_better);
 
-// Checks the fields every stored recipe needs (non-empty identity, a config, an
+// Checks the fields every stored recipe needs (non-empty identity, a config (empty only
+// for a demoted recipe: the stock's record), an
 // objective with trial ids and a consistent CI, a positive baseline with trial ids,
 // well-formed trial ids). Used by admission and import; the message names the field.
 Status CheckRecipeShape(const Recipe& r, int64_t min_objective_trials = 1, int64_t min_baseline_trials = 1);

@@ -393,6 +393,40 @@ Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const s
   return a;
 }
 
+Result<Admission> RecipeStore::RecordStockWon(const Recipe& in) {
+  Recipe r = in;
+  r.id = 0;
+  r.config = Config{};
+  r.learnings.clear();  // a learning is a KEEP's, and the stock won
+  r.status = RecipeStatus::kDemoted;
+  r.demoted_reason = std::string(kStockRecordReason);
+  r.reproduce_count = 0;
+  r.history.clear();
+  HONE_TRY(CheckRecipeShape(r));
+  std::lock_guard lock(mu_);
+  std::string now = Now();
+  if (r.provenance.date.empty()) r.provenance.date = now;
+  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
+  HONE_ASSIGN_OR_RETURN(std::optional<int64_t> existing, FindByKey(r.Key()));
+  Admission a;
+  const std::string failures = std::to_string(r.failures.size()) + " failure(s)";
+  if (existing) {
+    a.recipe_id = *existing;
+    a.updated_existing = true;
+    HONE_ASSIGN_OR_RETURN(bool changed, MergeLocked(*existing, r, now, "stock_won"));
+    a.reason = "stock record #" + std::to_string(a.recipe_id) + (changed ? " updated" : " unchanged") + " (" +
+               failures + " from this session)";
+  } else {
+    HONE_ASSIGN_OR_RETURN(a.recipe_id, InsertLocked(r, now));
+    HONE_TRY(AddHistory(a.recipe_id, {"stock_won", r.provenance.session_id, r.provenance.hone_version,
+                                      r.provenance.date, r.objective.value, r.baseline.value, r.objective.trial_ids,
+                                      "the stock configuration won; " + failures + " kept"}));
+    a.reason = "new stock record #" + std::to_string(a.recipe_id) + " (" + failures + ")";
+  }
+  HONE_TRY(CommitWrite(txn));
+  return a;
+}
+
 Result<Admission> RecipeStore::Admit(const AdmissionRequest& req) {
   Admission a;
   a.reason = AdmissionRejection(req, rules_.admission);
@@ -606,11 +640,13 @@ Result<std::vector<PriorFailure>> RecipeStore::Failures(const MatchQuery& query)
 
 Result<std::vector<PriorNote>> RecipeStore::Notes(const MatchQuery& query) {
   std::lock_guard lock(mu_);
-  HONE_ASSIGN_OR_RETURN(std::vector<Candidate> cands, Candidates(query, /*include_demoted=*/false));
+  // Active recipes' notes, and the stock records' (demoted only in that they are never replayed).
+  HONE_ASSIGN_OR_RETURN(std::vector<Candidate> cands, Candidates(query, /*include_demoted=*/true));
   std::vector<PriorNote> out;
   for (const Candidate& c : cands) {
     if (!c.score || c.score->confidence < rules_.fallback.priors_min_confidence) continue;
     HONE_ASSIGN_OR_RETURN(Recipe r, LoadLocked(c.id));
+    if (r.status == RecipeStatus::kDemoted && !r.IsStockRecord()) continue;
     for (Note& n : r.notes) out.push_back({std::move(n), c.score->confidence, c.id});
   }
   std::stable_sort(out.begin(), out.end(),
@@ -627,7 +663,7 @@ Result<std::string> RecipeStore::ExportJsonl() {
   return out;
 }
 
-Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::string& now) {
+Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::string& now, std::string_view event) {
   HONE_ASSIGN_OR_RETURN(Recipe local, LoadLocked(id));
   std::vector<std::string> what;
   if (in.provenance.date > local.provenance.date) {
@@ -689,8 +725,8 @@ Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::s
   HONE_ASSIGN_OR_RETURN(Statement u, db_->Prepare("UPDATE recipes SET updated_at = ?2 WHERE id = ?1"));
   HONE_TRY(u.BindAll(id, now));
   HONE_TRY(u.Run());
-  HONE_TRY(AddHistory(id, {"imported", in.provenance.session_id, in.provenance.hone_version, now, in.objective.value,
-                           in.baseline.value, {}, "merged: " + Join(what, ", ")}));
+  HONE_TRY(AddHistory(id, {std::string(event), in.provenance.session_id, in.provenance.hone_version, now,
+                           in.objective.value, in.baseline.value, {}, "merged: " + Join(what, ", ")}));
   return true;
 }
 

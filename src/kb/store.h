@@ -82,6 +82,11 @@ class RecipeStore {
 
   // Admits a validated result, or says why not (Admission::admitted == false).
   Result<Admission> Admit(const AdmissionRequest& req);
+  // Keeps what a session whose stock won learned (`r`'s failures and notes; its objective
+  // and baseline are the stock's) as the stock's record (kStockRecordReason): a new
+  // demoted recipe with an empty config, or new failures merged into the one already kept
+  // for this identity and workload. Admission::admitted is false; reason names the record.
+  Result<Admission> RecordStockWon(const Recipe& r);
   // One recipe with its config, learnings, failures and history; kNotFound if absent.
   Result<Recipe> Get(int64_t id);
   // Every recipe (active and demoted), by id.
@@ -95,7 +100,8 @@ class RecipeStore {
   Result<std::vector<PriorLearning>> Learnings(const MatchQuery& query);
   // Failures of every recipe (demoted ones too) matching at >= priors_min_confidence.
   Result<std::vector<PriorFailure>> Failures(const MatchQuery& query);
-  // Notes of every active recipe matching at >= priors_min_confidence, best match first.
+  // Notes of every active recipe and stock record matching at >= priors_min_confidence,
+  // best match first.
   Result<std::vector<PriorNote>> Notes(const MatchQuery& query);
 
   // Records a warm replay. Reproduced: history + reproduce_count (at the recipe's own
@@ -133,7 +139,9 @@ class RecipeStore {
   Result<int> InsertNotes(int64_t id, const std::vector<Note>& notes);
   Status AddHistory(int64_t id, const HistoryEvent& e);
   Result<Admission> UpdateLocked(int64_t id, const Recipe& r, const std::string& now);
-  Result<bool> MergeLocked(int64_t id, const Recipe& incoming, const std::string& now);
+  // `event`: the history event recording the merge ("imported"; "stock_won").
+  Result<bool> MergeLocked(int64_t id, const Recipe& incoming, const std::string& now,
+                           std::string_view event = "imported");
   Result<ImportStats> ImportRecipes(const std::vector<Recipe>& recipes, const std::string& what, bool record_import);
 
   std::mutex mu_;

@@ -110,6 +110,66 @@ TEST_F(StoreTest, CriticNotesAreKeptOnceAndOfferedToMatchingSessions) {
   EXPECT_TRUE(notes.empty());
 }
 
+// A session whose stock won keeps what it learned as the stock's record: no config,
+// demoted, never matched or replayed, its failures and notes offered to later sessions;
+// a later stock win merges what is new into the same record, and the record travels
+// through export and import like any recipe.
+TEST_F(StoreTest, TheStocksRecordKeepsFailuresAndIsNeverReplayed) {
+  Recipe stock = TestRecipe("s-1");
+  stock.config = Config{};
+  stock.objective = {.name = "output_tok_per_s", .value = 100, .ci_lo = 95, .ci_hi = 104, .trial_ids = {"t-1", "t-2"}};
+  stock.learnings.clear();
+  ASSERT_OK_AND_ASSIGN(Admission first, store_->RecordStockWon(stock));
+  EXPECT_FALSE(first.admitted);
+  EXPECT_EQ(first.reason, "new stock record #" + std::to_string(first.recipe_id) + " (1 failure(s))");
+  ASSERT_OK_AND_ASSIGN(Recipe kept, store_->Get(first.recipe_id));
+  EXPECT_TRUE(kept.IsStockRecord());
+  EXPECT_EQ(kept.demoted_reason, kStockRecordReason);
+  ASSERT_EQ(kept.history.size(), 1u);
+  EXPECT_EQ(kept.history[0].event, "stock_won");
+
+  MatchQuery q{TestIdentity(), stock.workload};
+  ASSERT_OK_AND_ASSIGN(MatchResult m, store_->Match(q));
+  EXPECT_FALSE(m.recipe);  // nothing to replay
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorFailure> failures, store_->Failures(q));
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].recipe_id, first.recipe_id);
+  EXPECT_EQ(failures[0].failure.config_delta, (Config{{"cache_type_v", "q4_0"}}));
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorNote> notes, store_->Notes(q));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].note.subject, "c003 threads=4 REVERT");
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorLearning> learnings, store_->Learnings(q));
+  EXPECT_TRUE(learnings.empty());
+
+  // The next stock win at the same point: one new failure, the known one not repeated.
+  Recipe again = stock;
+  again.provenance = {.hone_version = "0.1.0", .session_id = "s-2", .date = "2026-01-03T00:00:00Z"};
+  again.failures.push_back({Config{{"weights", "q4_0"}}, FailureKind::kAccuracyFailed, "agreement 50%", {"t-11"}});
+  ASSERT_OK_AND_ASSIGN(Admission second, store_->RecordStockWon(again));
+  EXPECT_EQ(second.recipe_id, first.recipe_id);
+  EXPECT_EQ(second.reason, "stock record #" + std::to_string(first.recipe_id) + " updated (2 failure(s) from this session)");
+  ASSERT_OK_AND_ASSIGN(kept, store_->Get(first.recipe_id));
+  ASSERT_EQ(kept.failures.size(), 2u);
+  EXPECT_EQ(kept.failures[1].kind, FailureKind::kAccuracyFailed);
+  EXPECT_EQ(kept.history.back().event, "stock_won");
+  EXPECT_EQ(kept.provenance.session_id, "s-2");
+
+  // Through export and import into another store, as it was.
+  ASSERT_OK_AND_ASSIGN(std::string lines, store_->ExportJsonl());
+  ASSERT_OK_AND_ASSIGN(auto other, RecipeStore::Open(dir_->path() / "other.sqlite", RepoRules()));
+  ASSERT_OK_AND_ASSIGN(ImportStats stats, other->ImportJsonl(lines, "kb.jsonl"));
+  EXPECT_EQ(stats.added, 1);
+  ASSERT_OK_AND_ASSIGN(std::vector<Recipe> all, other->List());
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_TRUE(all[0].IsStockRecord());
+  EXPECT_EQ(all[0].failures, kept.failures);
+
+  // An empty config is never admitted as a recipe to replay.
+  ASSERT_OK_AND_ASSIGN(Admission admitted, store_->Admit(Validated(stock)));
+  EXPECT_FALSE(admitted.admitted);
+  EXPECT_EQ(admitted.reason, "the winning config is empty (stock): nothing to replay");
+}
+
 TEST_F(StoreTest, PriorsBelowTheirThresholdAreLeftOut) {
   Recipe trace = TestRecipe();
   trace.identity.hardware = "cpu-arm64-8c";  // 0.60 ...

@@ -182,38 +182,11 @@ std::optional<kb::FailureKind> FailureKindFor(const session::CandidateRecord& c)
   return std::nullopt;
 }
 
-std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s, const spec::SessionSpec& spec,
-                                                 const kb::MatchQuery& query, const kb::Provenance& provenance,
-                                                 std::string* why) {
-  if (s.BestIsStock()) {
-    *why = "nothing to record: the stock configuration won";
-    return std::nullopt;
-  }
-  if (!s.validated) {
-    *why = "not recorded: the best configuration was not re-validated at close";
-    return std::nullopt;
-  }
-  // A recipe is knobs a later session replays on the provisioned build; a gain measured
-  // on a patched build would be claimed by knobs that did not make it.
-  if (!s.server_binary.empty()) {
-    *why = "not recorded: the best runs a patched build (" + fs::path(s.server_binary).filename().string() +
-           "), which a recipe of knobs cannot replay; its diffs are in " +
-           (fs::path(s.run_dir) / "patch" / "diffs").string();
-    return std::nullopt;
-  }
-  kb::AdmissionRequest req;
-  kb::Recipe& r = req.recipe;
-  r.identity = query.identity;
-  r.workload = query.workload;
-  r.config = s.best.DeltaFrom(s.stock);
-  r.objective = {spec.objective.metric,
-                 s.validated_best_objective,
-                 s.validated_best_objective * s.validated_lo / (1 + s.validated_gain),
-                 s.validated_best_objective * s.validated_hi / (1 + s.validated_gain),
-                 "",
-                 spec.objective.maximize,
-                 s.validation_trials};
-  r.baseline = {s.validated_stock_objective, s.validation_trials};
+namespace {
+
+// What the session learned on the way, whatever won: learnings from single-knob KEEPs,
+// launch conflicts, failures from the rest, the critic's notes.
+void AddExperience(const session::SessionState& s, const kb::Provenance& provenance, kb::Recipe& r) {
   // A launch conflict the search learned, with the trials of the failures it explains
   // (a candidate that changed only values of the conflict and did not launch); those
   // failures are the conflict's, not their values' (each may launch alone).
@@ -247,6 +220,7 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
       f.kind = *kind;
       f.detail = c.reason.substr(0, 300);
       f.trial_ids = c.candidate_trials.empty() ? std::vector<std::string>{c.screen_trial} : c.candidate_trials;
+      if (f.trial_ids.empty() || f.trial_ids[0].empty()) continue;  // every entry traces to a trial
       r.failures.push_back(f);
     }
     // What the critic learned from the decision, in its words: a note, not a measurement.
@@ -255,11 +229,70 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
                          c.critic_learning.substr(0, 300), provenance.session_id});
     }
   }
+}
+
+}  // namespace
+
+std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s, const spec::SessionSpec& spec,
+                                                 const kb::MatchQuery& query, const kb::Provenance& provenance,
+                                                 std::string* why) {
+  if (s.BestIsStock()) {
+    *why = "nothing to record: the stock configuration won";
+    return std::nullopt;
+  }
+  if (!s.validated) {
+    *why = "not recorded: the best configuration was not re-validated at close";
+    return std::nullopt;
+  }
+  // A recipe is knobs a later session replays on the provisioned build; a gain measured
+  // on a patched build would be claimed by knobs that did not make it.
+  if (!s.server_binary.empty()) {
+    *why = "not recorded: the best runs a patched build (" + fs::path(s.server_binary).filename().string() +
+           "), which a recipe of knobs cannot replay; its diffs are in " +
+           (fs::path(s.run_dir) / "patch" / "diffs").string();
+    return std::nullopt;
+  }
+  kb::AdmissionRequest req;
+  kb::Recipe& r = req.recipe;
+  r.identity = query.identity;
+  r.workload = query.workload;
+  r.config = s.best.DeltaFrom(s.stock);
+  r.objective = {spec.objective.metric,
+                 s.validated_best_objective,
+                 s.validated_best_objective * s.validated_lo / (1 + s.validated_gain),
+                 s.validated_best_objective * s.validated_hi / (1 + s.validated_gain),
+                 "",
+                 spec.objective.maximize,
+                 s.validation_trials};
+  r.baseline = {s.validated_stock_objective, s.validation_trials};
+  AddExperience(s, provenance, r);
   r.provenance = provenance;
   req.verdict_keep = s.validation_verdict == Verdict::kKeep;
   req.accuracy_passed = s.close_accuracy.empty() || s.close_accuracy.starts_with("pass");
   req.remeasured_at_close = true;
   return req;
+}
+
+std::optional<kb::Recipe> StockRecordFor(const session::SessionState& s, const spec::SessionSpec& spec,
+                                         const kb::MatchQuery& query, const kb::Provenance& provenance) {
+  if (!s.BestIsStock() || s.baseline_trials.empty() || !(s.baseline_objective > 0)) return std::nullopt;
+  kb::Recipe r;
+  r.identity = query.identity;
+  r.workload = query.workload;
+  AddExperience(s, provenance, r);
+  r.learnings.clear();  // a single-knob KEEP the close did not confirm
+  if (r.failures.empty() && r.notes.empty()) return std::nullopt;
+  // The stock's own numbers: its baseline trials (the record is never replayed).
+  const auto [lo, hi] = s.baseline_values.empty()
+                            ? std::pair{s.baseline_objective, s.baseline_objective}
+                            : std::pair{std::min(s.baseline_objective, *std::ranges::min_element(s.baseline_values)),
+                                        std::max(s.baseline_objective, *std::ranges::max_element(s.baseline_values))};
+  r.objective = {spec.objective.metric, s.baseline_objective, lo, hi, "", spec.objective.maximize, s.baseline_trials};
+  r.baseline = {s.baseline_objective, s.baseline_trials};
+  r.status = kb::RecipeStatus::kDemoted;
+  r.demoted_reason = std::string(kb::kStockRecordReason);
+  r.provenance = provenance;
+  return r;
 }
 
 }  // namespace hone::run

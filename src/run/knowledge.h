@@ -76,4 +76,10 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
                                                  const kb::MatchQuery& query, const kb::Provenance& provenance,
                                                  std::string* why);
 
+// The stock's record for a closed session whose stock won (kb::kStockRecordReason): what
+// it learned on the way (failures, launch conflicts, the critic's notes) with the stock's
+// baseline as its numbers; nullopt when the stock did not win or nothing was learned.
+std::optional<kb::Recipe> StockRecordFor(const session::SessionState& s, const spec::SessionSpec& spec,
+                                         const kb::MatchQuery& query, const kb::Provenance& provenance);
+
 }  // namespace hone::run

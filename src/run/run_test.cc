@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
 #include "run/agents.h"
 #include "run/enablement.h"
@@ -274,6 +275,54 @@ TEST_F(RunTest, ALaunchFailureIsRecordedAsWhatItWasAndAHostFailureNotAtAll) {
   EXPECT_EQ(FailureKindFor(Candidate("c2", delta, Verdict::kAccuracyFailed)), kb::FailureKind::kAccuracyFailed);
   EXPECT_EQ(FailureKindFor(Candidate("c3", delta, Verdict::kRevert)), kb::FailureKind::kRegressed);
   EXPECT_EQ(FailureKindFor(Candidate("c4", delta, Verdict::kScreenedOut)), std::nullopt);
+}
+
+// A session whose stock won has no recipe, but what it learned is the stock's record:
+// its failures and conflicts (a KEEP the close did not confirm is not a learning), the
+// stock's baseline as its numbers; a later session's priors get the failures.
+TEST_F(RunTest, AStockWinKeepsWhatTheSessionLearnedAsTheStocksRecord) {
+  session::SessionState s;
+  s.stock = Config{{"threads", "2"}};
+  s.best = s.stock;
+  kb::MatchQuery q{kb::testing::TestIdentity(), {.kind = "fixed", .concurrency = 4, .isl = 512, .osl = 128}};
+  const kb::Provenance provenance{"0.1.0", "t-1", "2026-01-01T00:00:00Z"};
+  EXPECT_FALSE(StockRecordFor(s, spec_, q, provenance));  // no baseline measured
+  s.baseline_trials = {"t0001", "t0002", "t0003"};
+  s.baseline_values = {98, 103, 99};
+  s.baseline_objective = 100;
+  EXPECT_FALSE(StockRecordFor(s, spec_, q, provenance));  // nothing learned
+  s.candidates = {Candidate("c1", Config{{"weights", "q4_0"}}, Verdict::kAccuracyFailed),
+                  Candidate("c2", Config{{"threads", "1"}}, Verdict::kRevert),
+                  Candidate("c3", Config{{"cache_type_k", "q8_0"}}, Verdict::kLaunchFailed, "context_create"),
+                  Candidate("c4", Config{{"cache_type_k", "q8_0"}, {"flash_attn", "off"}}, Verdict::kKeep),
+                  Candidate("c5", Config{{"poll", "0"}}, Verdict::kScreenedOut),
+                  Candidate("c6", Config{{"ubatch", "64"}}, Verdict::kLaunchFailed, "port_in_use")};
+  s.learned_conflicts = {Config{{"cache_type_k", "q8_0"}, {"flash_attn", "auto"}}};
+  auto record = StockRecordFor(s, spec_, q, provenance);
+  ASSERT_TRUE(record);
+  EXPECT_TRUE(record->IsStockRecord());
+  EXPECT_TRUE(record->learnings.empty());
+  ASSERT_EQ(record->failures.size(), 3u);
+  EXPECT_EQ(record->failures[0].kind, kb::FailureKind::kConflict);
+  EXPECT_EQ(record->failures[0].trial_ids, std::vector<std::string>{"t1c3"});
+  EXPECT_EQ(record->failures[1].kind, kb::FailureKind::kAccuracyFailed);
+  EXPECT_EQ(record->failures[2].kind, kb::FailureKind::kRegressed);
+  EXPECT_EQ(record->objective.value, 100);
+  EXPECT_EQ(record->objective.ci_lo, 98);
+  EXPECT_EQ(record->objective.ci_hi, 103);
+  EXPECT_EQ(record->baseline.trial_ids, s.baseline_trials);
+  s.best = Config{{"threads", "2"}, {"cache_type_k", "q8_0"}, {"flash_attn", "off"}};
+  EXPECT_FALSE(StockRecordFor(s, spec_, q, provenance));  // the stock did not win
+
+  s.best = s.stock;
+  spec_.kb.path = (dir_->path() / "kb.sqlite").string();
+  ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
+  ASSERT_TRUE(store);
+  ASSERT_OK(store->RecordStockWon(*record));
+  std::set<std::string> penalized;
+  for (const search::Prior& p : KbPriors(*store, q)) penalized.insert(p.knob + "=" + p.value + " " + p.failure_kind);
+  EXPECT_EQ(penalized, (std::set<std::string>{"weights=q4_0 accuracy_failed", "threads=1 regressed"}));
+  EXPECT_EQ(KbConflicts(*store, q), (std::vector<Config>{Config{{"cache_type_k", "q8_0"}, {"flash_attn", "auto"}}}));
 }
 
 TEST_F(RunTest, TheKnowledgeBasesReplayJudgmentInWords) {

@@ -55,10 +55,16 @@ class ReportCloser final : public session::Closer {
  private:
   void Admit(session::SessionState& s) {
     std::string why;
-    auto req = AdmissionFor(s, w_.spec, w_.kb_query,
-                            {HONE_VERSION, s.session_id, sys::FormatUtc(clock_.WallMicros())}, &why);
+    const kb::Provenance provenance{HONE_VERSION, s.session_id, sys::FormatUtc(clock_.WallMicros())};
+    auto req = AdmissionFor(s, w_.spec, w_.kb_query, provenance, &why);
     if (!req) {
       s.kb_result = why;
+      // The stock won: nothing to replay, but what the search learned on the way is kept.
+      if (auto record = StockRecordFor(s, w_.spec, w_.kb_query, provenance); record && w_.kb) {
+        auto kept = w_.kb->RecordStockWon(*record);
+        s.kb_result += kept ? "; what it learned is kept: " + kept->reason + " in " + w_.kb->path()
+                            : "; what it learned could not be kept: " + kept.error().message;
+      }
       return;
     }
     Result<kb::Admission> a =

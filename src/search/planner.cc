@@ -116,6 +116,7 @@ int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int pa
       }
     }
   }
+  bool unlaunched = false;
   for (const Prior& p : options_.priors) {
     if (p.knob != k.name || p.value != value) continue;
     double c = std::clamp(p.confidence, 0.0, 1.0);
@@ -129,10 +130,18 @@ int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int pa
       if ((p.failure_kind == "bad_flag" || p.failure_kind == "unsupported") && c >= 0.5) {
         n.state = IdeaState::kPruned;
         n.note = "knowledge base: " + p.failure_kind;
+      } else if (KnownLaunchFailure(p.failure_kind, c) && n.state == IdeaState::kOpen) {
+        // It did not launch at this very point: never launched alone again, retried
+        // with the values of the knobs it interacts with (as a failure of this session).
+        n.state = IdeaState::kPruned;
+        n.note = std::string(kKbUnlaunchedNote) + " (" + p.failure_kind + ", conf " + Num(c) + ")";
+        unlaunched = true;
       }
     }
   }
-  return tree_.Add(std::move(n), parent);
+  const int id = tree_.Add(std::move(n), parent);
+  if (unlaunched) kb_unlaunched_.push_back(id);
+  return id;
 }
 
 void Planner::AddBundles() {
@@ -177,6 +186,8 @@ Status Planner::Init(const ProposalContext& ctx) {
   }
   AddBundles();
   for (const Config& c : options_.conflicts) SeedConflict(c);
+  for (int id : kb_unlaunched_) AddRetries(id);
+  kb_unlaunched_.clear();
   initialized_ = true;
   std::vector<Observation> foreign = std::move(foreign_);
   foreign_.clear();
@@ -563,8 +574,9 @@ std::optional<Candidate> Planner::Explore(const ProposalContext& ctx, const std:
       c.reset();
       continue;
     }
-    if (Config full = ctx.best.Merged(delta); HeldConflict(full)) {
-      // A learned conflict: a failure to launch, known without a trial.
+    if (Config full = ctx.best.Merged(delta); HeldConflict(full) || KbUnlaunched(delta)) {
+      // A learned conflict, or a value the knowledge base saw fail to launch here: a
+      // failure to launch, known without a trial.
       explorer_.Observe({*c, full, Verdict::kLaunchFailed, 0, "conflict"});
       c.reset();
       continue;
@@ -674,6 +686,16 @@ void Planner::SeedConflict(const Config& conflict) {
       }
     }
   }
+}
+
+bool Planner::KbUnlaunched(const Config& delta) const {
+  for (const IdeaNode& n : tree_.nodes()) {
+    if (n.kind == IdeaKind::kValue && n.state == IdeaState::kPruned && n.note.starts_with(kKbUnlaunchedNote) &&
+        n.delta == delta) {
+      return true;
+    }
+  }
+  return false;
 }
 
 bool Planner::GivenConflict(const Config& conflict) const {

@@ -262,6 +262,12 @@ class Planner final : public Proposer {
   std::vector<Config> failed_launches_;  // the latest kMaxFailedLaunches
   static constexpr size_t kMaxFailedLaunches = 32;
   std::vector<Config> conflicts_;
+  // Value ideas the knowledge base says did not launch at this point (KnownLaunchFailure):
+  // their retries are added once the tree is built.
+  std::vector<int> kb_unlaunched_;
+  static constexpr std::string_view kKbUnlaunchedNote = "knowledge base: did not launch here";
+  // `delta` (from the incumbent) is exactly a value the knowledge base saw fail to launch.
+  bool KbUnlaunched(const Config& delta) const;
 };
 
 // The proposer a session's `search.strategy` names: planner, random or grid.

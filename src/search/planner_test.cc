@@ -354,7 +354,7 @@ TEST_F(PlannerTest, ABadFlagPrunesEveryValueOfTheKnob) {
 TEST_F(PlannerTest, KnowledgeBasePriorsPenalizeCrashesPruneBadFlagsAndRaiseLearnings) {
   PlannerOptions o;
   o.domain.only = {"threads", "kv"};
-  o.priors = {{"threads", "16", 0, 0.9, "crashed"},
+  o.priors = {{"threads", "16", 0, 0.85, "crashed"},  // below KnownLaunchFailure: a penalty
               {"threads", "32", 0, 0.9, "bad_flag"},
               {"kv", "q8_0", 0.30, 0.8, ""}};
   auto p = Make(o);
@@ -792,6 +792,41 @@ TEST_F(PlannerTest, AKnownConflictIsNeverLaunchedAndItsValueIsTriedWithThePartne
   EXPECT_NE(p->Describe().find("launch conflict from the knowledge base: kv=q8_0 ubatch=512"), std::string::npos)
       << p->Describe();
   EXPECT_TRUE(p->LearnedConflicts().empty());
+}
+
+// A value the knowledge base says crashed at this very point (an exact match) is never
+// launched alone again: it is tried with its partners' other values, as a launch failure
+// of this session would be. At another machine's confidence it is only penalized.
+TEST_F(PlannerTest, AValueTheKnowledgeBaseSawCrashHereIsOnlyTriedWithItsPartners) {
+  PlannerOptions o{.domain = {.only = {"kv", "ubatch", "threads"}}, .protocol = MeasurementProtocol{}, .seed = 3};
+  o.priors = {{"kv", "q8_0", 0, 1.0, "crashed"}};
+  ctx_.noise_floor = 0.05;
+  auto p = Make(o);
+  int alone = 0, retries = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto c = p->Next(ctx_);
+    if (!c) break;
+    Config full = ctx_.best.Merged(c->delta);
+    ctx_.tried.insert(full.Hash());
+    if (c->delta == Config{{"kv", "q8_0"}}) ++alone;
+    if (c->idea.starts_with("retry:kv=q8_0,")) ++retries;
+    p->Observe({*c, full, Verdict::kRevert, -0.05, ""});
+  }
+  EXPECT_EQ(alone, 0);
+  EXPECT_GE(retries, 1);
+  EXPECT_NE(p->Describe().find("kv=q8_0: knowledge base: did not launch here (crashed, conf 1)"), std::string::npos)
+      << p->Describe();
+
+  o.priors = {{"kv", "q8_0", 0, 0.6, "crashed"}};  // another machine's crash: a penalty only
+  auto elsewhere = Make(o);
+  bool proposed = false;
+  for (int i = 0; i < 40 && !proposed; ++i) {
+    auto c = elsewhere->Next(ctx_);
+    if (!c) break;
+    proposed = c->delta == Config{{"kv", "q8_0"}};
+    elsewhere->Observe({*c, ctx_.best.Merged(c->delta), Verdict::kRevert, -0.05, ""});
+  }
+  EXPECT_TRUE(proposed);
 }
 
 // Under a keep threshold no single knob is expected to clear (a 40% A/A floor), the

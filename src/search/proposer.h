@@ -68,6 +68,15 @@ inline bool ConfigurationExplains(std::string_view failure_kind) {
          failure_kind == "exited";
 }
 
+// A knowledge-base failure (kb::FailureKindName) of a value at a match confidence this
+// high (the same identity and operating point) is a launch failure the planner takes as
+// its own: the value is not launched alone again, and it is retried with its partners.
+inline constexpr double kKnownLaunchFailureConfidence = 0.9;
+inline bool KnownLaunchFailure(std::string_view kb_failure_kind, double confidence) {
+  return confidence >= kKnownLaunchFailureConfidence &&
+         (kb_failure_kind == "crashed" || kb_failure_kind == "out_of_memory" || kb_failure_kind == "timeout");
+}
+
 struct Observation {
   Candidate candidate;
   Config config;
