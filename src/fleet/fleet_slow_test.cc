@@ -256,6 +256,7 @@ TEST_F(FleetSlowTest, ThreeWorkloadsThroughSlurmWithThePostgresKbSurviveANodeFai
   ASSERT_TRUE(rules);
   ASSERT_OK_AND_ASSIGN(auto store, kb::RecipeStore::OpenAt(db->url(), *rules));
   ASSERT_OK_AND_ASSIGN(std::vector<kb::Recipe> recipes, store->List());
+  std::erase_if(recipes, [](const kb::Recipe& r) { return r.IsStockRecord(); });  // a session whose stock won
   EXPECT_EQ(static_cast<int>(recipes.size()), admitted);
   std::printf("fleet through Slurm: %s requeued and resumed; %d recipe(s) in PostgreSQL; %s\n", victim.c_str(),
               admitted, report["summary"].dump().c_str());
