@@ -402,6 +402,12 @@ Result<Admission> RecipeStore::RecordStockWon(const Recipe& in) {
   r.demoted_reason = std::string(kStockRecordReason);
   r.reproduce_count = 0;
   r.history.clear();
+  // The record gathers the failures of many sessions: each trial id names its session.
+  for (Failure& f : r.failures) {
+    for (std::string& t : f.trial_ids) {
+      if (!r.provenance.session_id.empty() && t.find('/') == std::string::npos) t = r.provenance.session_id + "/" + t;
+    }
+  }
   HONE_TRY(CheckRecipeShape(r));
   std::lock_guard lock(mu_);
   std::string now = Now();

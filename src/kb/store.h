@@ -85,7 +85,9 @@ class RecipeStore {
   // Keeps what a session whose stock won learned (`r`'s failures and notes; its objective
   // and baseline are the stock's) as the stock's record (kStockRecordReason): a new
   // demoted recipe with an empty config, or new failures merged into the one already kept
-  // for this identity and workload. Admission::admitted is false; reason names the record.
+  // for this identity and workload. A failure's trial ids are qualified by the session
+  // ("s-2/t0012"): the record holds many sessions' trials. Admission::admitted is false;
+  // reason names the record.
   Result<Admission> RecordStockWon(const Recipe& r);
   // One recipe with its config, learnings, failures and history; kNotFound if absent.
   Result<Recipe> Get(int64_t id);

@@ -150,7 +150,9 @@ TEST_F(StoreTest, TheStocksRecordKeepsFailuresAndIsNeverReplayed) {
   EXPECT_EQ(second.reason, "stock record #" + std::to_string(first.recipe_id) + " updated (2 failure(s) from this session)");
   ASSERT_OK_AND_ASSIGN(kept, store_->Get(first.recipe_id));
   ASSERT_EQ(kept.failures.size(), 2u);
+  EXPECT_EQ(kept.failures[0].trial_ids, std::vector<std::string>{"s-1/t-4"});  // each trial names its session
   EXPECT_EQ(kept.failures[1].kind, FailureKind::kAccuracyFailed);
+  EXPECT_EQ(kept.failures[1].trial_ids, std::vector<std::string>{"s-2/t-11"});
   EXPECT_EQ(kept.history.back().event, "stock_won");
   EXPECT_EQ(kept.provenance.session_id, "s-2");
 
