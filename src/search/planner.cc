@@ -140,7 +140,11 @@ int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int pa
     }
   }
   const int id = tree_.Add(std::move(n), parent);
-  if (unlaunched) kb_unlaunched_.push_back(id);
+  if (unlaunched && initialized_) {
+    AddRetries(id);  // a value added as the search goes (a win's neighbour)
+  } else if (unlaunched) {
+    kb_unlaunched_.push_back(id);  // its partners' beliefs are built with the tree
+  }
   return id;
 }
 
