@@ -14,6 +14,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include "core/strings.h"
@@ -464,6 +465,16 @@ TEST_F(CliLlamaTest, ARealSessionColdThenWarmClosesWithReportSummaryAndRecipe) {
   std::string kb = Path("kb.sqlite");
   ASSERT_OK(sys::WriteFileAtomic(Path("e2e.yaml"), TinySessionSpec("e2e", f16, kb, "100s", "weights, threads")));
   auto load = LoadJson;
+  // The id of the active recipe in `hone kb list`'s output (a stock win of the cold
+  // session is a demoted record of its own, so the recipe is not always #1).
+  auto active_id = [](const std::string& listed) {
+    std::istringstream lines(listed);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.find(" active ") != std::string::npos) return line.substr(0, line.find(' '));
+    }
+    return std::string("?");
+  };
+  std::string recipe_id = "?";
   for (const char* which : {"cold", "warm"}) {
     SCOPED_TRACE(which);
     std::string out = Path(which);
@@ -541,11 +552,14 @@ TEST_F(CliLlamaTest, ARealSessionColdThenWarmClosesWithReportSummaryAndRecipe) {
         ASSERT_EQ(imported.status.code, 0) << imported.output;
         auto listed = RunHone({"kb", "list", "--kb", kb});
         ASSERT_NE(listed.output.find(" active "), std::string::npos) << listed.output;
+        recipe_id = active_id(listed.output);
+      } else {
+        recipe_id = active_id(list.output);
       }
     } else {
       // The warm session replayed the cold recipe, riding along its baseline:
       // warmup, baseline, replay, A/A, baseline, replay, A/A, ...
-      EXPECT_NE(state.value("warm_replay", "").find("recipe 1 replayed"), std::string::npos)
+      EXPECT_NE(state.value("warm_replay", "").find("recipe " + recipe_id + " replayed"), std::string::npos)
           << state.value("warm_replay", "");
       std::vector<std::string> roles;
       std::ifstream events(out + "/events.jsonl");
@@ -556,7 +570,7 @@ TEST_F(CliLlamaTest, ARealSessionColdThenWarmClosesWithReportSummaryAndRecipe) {
       EXPECT_EQ(Join(roles, " "), "warmup baseline replay aa baseline replay aa") << Join(roles, " ");
       std::printf("warm session: %s\n", state.value("warm_replay", "").c_str());
       // The knowledge base's history names the session that replayed the recipe.
-      auto show = RunHone({"kb", "show", "1", "--kb", kb});
+      auto show = RunHone({"kb", "show", recipe_id, "--kb", kb});
       EXPECT_NE(show.output.find("session " + state.value("session_id", "?")), std::string::npos) << show.output;
     }
   }
