@@ -116,7 +116,6 @@ int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int pa
       }
     }
   }
-  bool unlaunched = false;
   for (const Prior& p : options_.priors) {
     if (p.knob != k.name || p.value != value) continue;
     double c = std::clamp(p.confidence, 0.0, 1.0);
@@ -135,16 +134,13 @@ int Planner::AddValueIdea(const KnobDomain& kd, const std::string& value, int pa
         // with the values of the knobs it interacts with (as a failure of this session).
         n.state = IdeaState::kPruned;
         n.note = std::string(kKbUnlaunchedNote) + " (" + p.failure_kind + ", conf " + Num(c) + ")";
-        unlaunched = true;
       }
     }
   }
   const int id = tree_.Add(std::move(n), parent);
-  if (unlaunched && initialized_) {
-    AddRetries(id);  // a value added as the search goes (a win's neighbour)
-  } else if (unlaunched) {
-    kb_unlaunched_.push_back(id);  // its partners' beliefs are built with the tree
-  }
+  // A value added as the search goes (a win's neighbour); those of the first tree get
+  // theirs in Init, once every partner's belief is built.
+  if (initialized_ && KbUnlaunchedIdea(tree_.at(id))) AddRetries(id);
   return id;
 }
 
@@ -190,8 +186,11 @@ Status Planner::Init(const ProposalContext& ctx) {
   }
   AddBundles();
   for (const Config& c : options_.conflicts) SeedConflict(c);
-  for (int id : kb_unlaunched_) AddRetries(id);
-  kb_unlaunched_.clear();
+  std::vector<int> unlaunched;
+  for (const IdeaNode& n : tree_.nodes()) {
+    if (KbUnlaunchedIdea(n)) unlaunched.push_back(n.id);
+  }
+  for (int id : unlaunched) AddRetries(id);
   initialized_ = true;
   std::vector<Observation> foreign = std::move(foreign_);
   foreign_.clear();
@@ -692,12 +691,13 @@ void Planner::SeedConflict(const Config& conflict) {
   }
 }
 
+bool Planner::KbUnlaunchedIdea(const IdeaNode& n) {
+  return n.kind == IdeaKind::kValue && n.state == IdeaState::kPruned && n.note.starts_with(kKbUnlaunchedNote);
+}
+
 bool Planner::KbUnlaunched(const Config& delta) const {
   for (const IdeaNode& n : tree_.nodes()) {
-    if (n.kind == IdeaKind::kValue && n.state == IdeaState::kPruned && n.note.starts_with(kKbUnlaunchedNote) &&
-        n.delta == delta) {
-      return true;
-    }
+    if (KbUnlaunchedIdea(n) && n.delta == delta) return true;
   }
   return false;
 }

@@ -262,10 +262,10 @@ class Planner final : public Proposer {
   std::vector<Config> failed_launches_;  // the latest kMaxFailedLaunches
   static constexpr size_t kMaxFailedLaunches = 32;
   std::vector<Config> conflicts_;
-  // Value ideas the knowledge base says did not launch at this point (KnownLaunchFailure):
-  // their retries are added once the tree is built.
-  std::vector<int> kb_unlaunched_;
+  // A value idea the knowledge base says did not launch at this point (KnownLaunchFailure)
+  // is pruned with this note; its retries are added once the tree is built.
   static constexpr std::string_view kKbUnlaunchedNote = "knowledge base: did not launch here";
+  static bool KbUnlaunchedIdea(const IdeaNode& n);
   // `delta` (from the incumbent) is exactly a value the knowledge base saw fail to launch.
   bool KbUnlaunched(const Config& delta) const;
 };
