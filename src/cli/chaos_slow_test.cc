@@ -88,6 +88,23 @@ std::map<std::string, std::string> Decided(const json& state) {
   return out;
 }
 
+// A scripted session's spec: the tiny model, one operating point, three pairs;
+// `budget` and `search` are the insides of those sections, `kb` the knowledge base's
+// path (none: disabled).
+std::string ScriptedSpec(const std::string& name, const std::string& budget, const std::string& search,
+                         const std::string& kb) {
+  return "name: " + name + R"(
+target:
+  adapter: llama.cpp
+  model: {preset: tiny, seed: 42}
+workload: {kind: fixed, isl: 64, osl: 16, concurrency: 1, num_prompts: 4, warmups: 0}
+objective: {metric: total_tps_per_gpu}
+budget: {)" + budget + R"(}
+measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 2}
+search: {)" + search + "}\n" +
+         (kb.empty() ? "kb: {enabled: false}\n" : "kb: {path: " + kb + "}\n");
+}
+
 class ChaosTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -103,16 +120,8 @@ class ChaosTest : public ::testing::Test {
   std::map<std::string, std::string> Scripted(const std::string& kb = "") {
     EXPECT_OK(sys::WriteFileAtomic(Path("measurements.json"), R"({"base": 100, "noise": 0.01, "seed": 7,
       "trial_ms": 120, "factors": {"threads=1": 0.6, "poll=0": 1.12}})"));
-    EXPECT_OK(sys::WriteFileAtomic(Path("scripted.yaml"), std::string(R"(name: scripted
-target:
-  adapter: llama.cpp
-  model: {preset: tiny, seed: 42}
-workload: {kind: fixed, isl: 64, osl: 16, concurrency: 1, num_prompts: 4, warmups: 0}
-objective: {metric: total_tps_per_gpu}
-budget: {wall: 30m, max_cycles: 1}
-measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 2}
-search: {knobs: [threads, poll]}
-)") + (kb.empty() ? "kb: {enabled: false}\n" : "kb: {path: " + kb + "}\n")));
+    EXPECT_OK(sys::WriteFileAtomic(Path("scripted.yaml"),
+                                   ScriptedSpec("scripted", "wall: 30m, max_cycles: 1", "knobs: [threads, poll]", kb)));
     return {{"HONE_TEST_EXECUTOR", Path("measurements.json").string()}};
   }
 
@@ -221,6 +230,96 @@ TEST_F(ChaosTest, ALockedKnowledgeBaseKeepsTheRecipe) {
   auto imported = RunHone({"kb", "import", (Path("locked") / "kb-pending.jsonl").string(), "--kb", kb_path}, {}, 60s);
   EXPECT_EQ(imported.status.code, 0) << imported.output;
   EXPECT_NE(imported.output.find("1 added"), std::string::npos) << imported.output;
+}
+
+// The same when the session admits no recipe and the knowledge base stays locked: the
+// stock's record (what it learned) is kept beside the run, importable later.
+TEST_F(ChaosTest, ALockedKnowledgeBaseKeepsTheStocksRecordBesideTheRun) {
+  const std::string kb_path = Path("kb.sqlite").string();
+  ASSERT_OK(sys::WriteFileAtomic(Path("measurements.json"), R"({"base": 100, "noise": 0.01, "seed": 7,
+    "trial_ms": 100, "factors": {"threads=1": 0.6}, "launch_failures": {"poll=0": "context_create"}})"));
+  ASSERT_OK(sys::WriteFileAtomic(
+      Path("stock.yaml"), ScriptedSpec("stock", "wall: 30m, max_cycles: 1, max_trials: 40", "knobs: [threads, poll]", kb_path)));
+  ASSERT_OK_AND_ASSIGN(kb::SqliteDb holder, kb::SqliteDb::Open(kb_path, 1000ms));
+  ASSERT_OK(holder.Exec("CREATE TABLE IF NOT EXISTS x(a); BEGIN EXCLUSIVE; INSERT INTO x VALUES (1);"));
+  auto run = RunHone({"run", Path("stock.yaml").string(), "--out", Path("locked").string()},
+                     {{"HONE_TEST_EXECUTOR", Path("measurements.json").string()}});
+  ASSERT_EQ(run.status.code, 0) << run.output;
+  const json state = ReadJson(Path("locked") / "state.json");
+  EXPECT_EQ(state["best"], state["stock"]);
+  const std::string kb_result = state.value("kb_result", "");
+  EXPECT_TRUE(kb_result.starts_with("nothing to record: the stock configuration won; what it learned is kept in " +
+                                    (Path("locked") / "kb-pending.jsonl").string() +
+                                    " (the knowledge base was unavailable: "))
+      << kb_result;
+  ASSERT_OK(holder.Exec("COMMIT;"));
+  auto imported = RunHone({"kb", "import", (Path("locked") / "kb-pending.jsonl").string(), "--kb", kb_path}, {}, 60s);
+  EXPECT_EQ(imported.status.code, 0) << imported.output;
+  auto shown = RunHone({"kb", "show", "1", "--kb", kb_path}, {}, 60s);
+  EXPECT_NE(shown.output.find("crashed  poll=0 (context_create"), std::string::npos) << shown.output;
+  EXPECT_NE(shown.output.find("never replayed"), std::string::npos) << shown.output;
+}
+
+// A session interrupted (Ctrl-C) after a KEEP closes without re-validating its best, so
+// it admits no recipe; what it learned on the way (a value that did not launch) is kept
+// all the same, as the stock's record, and the next session holds it against the value.
+TEST_F(ChaosTest, AnInterruptedSessionKeepsWhatItLearned) {
+  const std::string kb_path = Path("kb.sqlite").string();
+  ASSERT_OK(sys::WriteFileAtomic(Path("measurements.json"), R"({"base": 100, "noise": 0.01, "seed": 7,
+    "trial_ms": 150, "factors": {"poll=0": 1.3}, "launch_failures": {"threads=1": "context_create"}})"));
+  const std::string search = "knobs: [threads, poll, ubatch_size], plateau: 0";
+  ASSERT_OK(sys::WriteFileAtomic(Path("interrupted.yaml"),
+                                 ScriptedSpec("interrupted", "wall: 30m, max_cycles: 1", search, kb_path)));
+  ASSERT_OK(sys::WriteFileAtomic(
+      Path("next.yaml"), ScriptedSpec("interrupted", "wall: 30m, max_cycles: 1, max_trials: 40", search, kb_path)));
+  const std::map<std::string, std::string> env = {{"HONE_TEST_EXECUTOR", Path("measurements.json").string()}};
+  const fs::path run = Path("run");
+  ASSERT_OK_AND_ASSIGN(auto hone, sys::ChildProcess::Start(
+                                      {.argv = {Hone(), "run", Path("interrupted.yaml").string(), "--out", run.string()},
+                                       .env = env}));
+  // Interrupted once it kept poll=0 and saw threads=1 fail to launch.
+  auto seen = [&](const std::string& verdict) {
+    const json state = ReadJson(run / "state.json");
+    if (!state.is_object()) return false;
+    for (const auto& c : state["candidates"]) {
+      if (c.value("verdict", "") == verdict) return true;
+    }
+    return false;
+  };
+  auto deadline = std::chrono::steady_clock::now() + 120s;
+  while (!hone->Poll() && !(seen("KEEP") && seen("LAUNCH_FAILED")) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_FALSE(hone->Poll()) << "the session closed before it could be interrupted: " << hone->OutputTail(4000);
+  ASSERT_EQ(kill(hone->pid(), SIGINT), 0);
+  ASSERT_OK(hone->WaitFor(60s));
+  json state = ReadJson(run / "state.json");
+  ASSERT_TRUE(state.is_object());
+  EXPECT_TRUE(state.value("interrupted", false));
+  EXPECT_EQ(state.value("phase", ""), "done");
+  EXPECT_NE(state["best"], state["stock"]);  // poll=0 was kept, never re-validated
+  const std::string kb_result = state.value("kb_result", "");
+  EXPECT_TRUE(kb_result.starts_with("not recorded: the best configuration was not re-validated at close; what it "
+                                    "learned is kept: new stock record #1 ("))
+      << kb_result;
+  auto shown = RunHone({"kb", "show", "1", "--kb", kb_path}, {}, 60s);
+  ASSERT_EQ(shown.status.code, 0) << shown.output;
+  EXPECT_NE(shown.output.find("crashed  threads=1 (context_create"), std::string::npos) << shown.output;
+  EXPECT_NE(shown.output.find("not recorded: the best configuration was not re-validated at close"), std::string::npos)
+      << shown.output;
+  auto listed = RunHone({"kb", "list", "--kb", kb_path}, {}, 60s);
+  EXPECT_NE(listed.output.find("(the stock's record: "), std::string::npos) << listed.output;
+  EXPECT_EQ(listed.output.find(" active "), std::string::npos) << listed.output;  // nothing to replay
+
+  // The next session never launches threads=1 alone.
+  auto next = RunHone({"run", Path("next.yaml").string(), "--out", Path("next").string()}, env);
+  state = ReadJson(Path("next") / "state.json");
+  ASSERT_TRUE(state.is_object()) << next.output;
+  for (const auto& c : state["candidates"]) {
+    EXPECT_NE(c["delta"], json({{"threads", "1"}})) << c.dump();
+  }
+  EXPECT_NE(sys::ReadFile(Path("next") / "report.md").value_or("").find("threads=1: knowledge base: did not launch here"),
+            std::string::npos);
 }
 
 // A real llama-server session whose trials meet faults: the first A/A trial's server

@@ -47,7 +47,7 @@ std::string Objective(const kb::Recipe& r) {
 
 // A recipe's config, or what the stock's record is.
 std::string ConfigWords(const kb::Recipe& r) {
-  return r.IsStockRecord() ? "(the stock won: the record of " + std::to_string(r.failures.size()) + " failure(s))"
+  return r.IsStockRecord() ? "(the stock's record: " + std::to_string(r.failures.size()) + " failure(s), never replayed)"
                            : r.config.ToString();
 }
 

@@ -139,13 +139,14 @@ struct Provenance {
 enum class RecipeStatus { kActive, kDemoted };
 std::string_view RecipeStatusName(RecipeStatus s);  // "active", "demoted"
 
-// A session whose stock configuration won has nothing to replay, but what it learned on
-// the way (values that crashed, failed the gate or regressed, launch conflicts) is kept:
-// as the stock's record, a recipe with an empty config, stored demoted with this reason
-// (RecipeStore::RecordStockWon). It is never matched or replayed; its failures reach a
-// later session's priors like any recipe's.
+// A session that admits no recipe (its stock won; its best was not re-validated, was
+// refused admission or runs a patched build) has nothing to replay, but what it learned
+// on the way (values that crashed, failed the gate or regressed, launch conflicts) is
+// kept: as the stock's record, a recipe with an empty config, stored demoted with this
+// reason (RecipeStore::KeepStockRecord). It is never matched or replayed; its failures
+// reach a later session's priors like any recipe's.
 inline constexpr std::string_view kStockRecordReason =
-    "the stock configuration won: kept for what its sessions learned, never replayed";
+    "no recipe was admitted (the stock won, or the best was not): kept for what its sessions learned, never replayed";
 
 // One entry of a recipe's history: what happened to it, when, and with which numbers.
 struct HistoryEvent {

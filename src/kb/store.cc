@@ -393,11 +393,11 @@ Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const s
   return a;
 }
 
-Result<Admission> RecipeStore::RecordStockWon(const Recipe& in) {
+Result<Admission> RecipeStore::KeepStockRecord(const Recipe& in, std::string_view why) {
   Recipe r = in;
   r.id = 0;
   r.config = Config{};
-  r.learnings.clear();  // a learning is a KEEP's, and the stock won
+  r.learnings.clear();  // a learning is an admitted KEEP's
   r.status = RecipeStatus::kDemoted;
   r.demoted_reason = std::string(kStockRecordReason);
   r.reproduce_count = 0;
@@ -419,14 +419,14 @@ Result<Admission> RecipeStore::RecordStockWon(const Recipe& in) {
   if (existing) {
     a.recipe_id = *existing;
     a.updated_existing = true;
-    HONE_ASSIGN_OR_RETURN(bool changed, MergeLocked(*existing, r, now, "stock_won"));
+    HONE_ASSIGN_OR_RETURN(bool changed, MergeLocked(*existing, r, now, "stock_record", std::string(why)));
     a.reason = "stock record #" + std::to_string(a.recipe_id) + (changed ? " updated" : " unchanged") + " (" +
                failures + " from this session)";
   } else {
     HONE_ASSIGN_OR_RETURN(a.recipe_id, InsertLocked(r, now));
-    HONE_TRY(AddHistory(a.recipe_id, {"stock_won", r.provenance.session_id, r.provenance.hone_version,
+    HONE_TRY(AddHistory(a.recipe_id, {"stock_record", r.provenance.session_id, r.provenance.hone_version,
                                       r.provenance.date, r.objective.value, r.baseline.value, r.objective.trial_ids,
-                                      "the stock configuration won; " + failures + " kept"}));
+                                      std::string(why) + "; " + failures + " kept"}));
     a.reason = "new stock record #" + std::to_string(a.recipe_id) + " (" + failures + ")";
   }
   HONE_TRY(CommitWrite(txn));
@@ -669,7 +669,8 @@ Result<std::string> RecipeStore::ExportJsonl() {
   return out;
 }
 
-Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::string& now, std::string_view event) {
+Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::string& now, std::string_view event,
+                                      const std::string& why) {
   HONE_ASSIGN_OR_RETURN(Recipe local, LoadLocked(id));
   std::vector<std::string> what;
   if (in.provenance.date > local.provenance.date) {
@@ -732,7 +733,8 @@ Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::s
   HONE_TRY(u.BindAll(id, now));
   HONE_TRY(u.Run());
   HONE_TRY(AddHistory(id, {std::string(event), in.provenance.session_id, in.provenance.hone_version, now,
-                           in.objective.value, in.baseline.value, {}, "merged: " + Join(what, ", ")}));
+                           in.objective.value, in.baseline.value, {},
+                           (why.empty() ? "" : why + "; ") + "merged: " + Join(what, ", ")}));
   return true;
 }
 

@@ -82,13 +82,14 @@ class RecipeStore {
 
   // Admits a validated result, or says why not (Admission::admitted == false).
   Result<Admission> Admit(const AdmissionRequest& req);
-  // Keeps what a session whose stock won learned (`r`'s failures and notes; its objective
-  // and baseline are the stock's) as the stock's record (kStockRecordReason): a new
-  // demoted recipe with an empty config, or new failures merged into the one already kept
-  // for this identity and workload. A failure's trial ids are qualified by the session
-  // ("s-2/t0012"): the record holds many sessions' trials. Admission::admitted is false;
-  // reason names the record.
-  Result<Admission> RecordStockWon(const Recipe& r);
+  // Keeps what a session that admitted no recipe learned (`r`'s failures and notes; its
+  // objective and baseline are the stock's) as the stock's record (kStockRecordReason): a
+  // new demoted recipe with an empty config, or new failures merged into the one already
+  // kept for this identity and workload; `why` (the session's reason no recipe was
+  // admitted) goes into its history ("stock_record"). A failure's trial ids are qualified
+  // by the session ("s-2/t0012"): the record holds many sessions' trials.
+  // Admission::admitted is false; reason names the record.
+  Result<Admission> KeepStockRecord(const Recipe& r, std::string_view why);
   // One recipe with its config, learnings, failures and history; kNotFound if absent.
   Result<Recipe> Get(int64_t id);
   // Every recipe (active and demoted), by id.
@@ -141,9 +142,10 @@ class RecipeStore {
   Result<int> InsertNotes(int64_t id, const std::vector<Note>& notes);
   Status AddHistory(int64_t id, const HistoryEvent& e);
   Result<Admission> UpdateLocked(int64_t id, const Recipe& r, const std::string& now);
-  // `event`: the history event recording the merge ("imported"; "stock_won").
+  // `event`: the history event recording the merge ("imported"; "stock_record"), `why`
+  // what led to it (said before what was merged).
   Result<bool> MergeLocked(int64_t id, const Recipe& incoming, const std::string& now,
-                           std::string_view event = "imported");
+                           std::string_view event = "imported", const std::string& why = "");
   Result<ImportStats> ImportRecipes(const std::vector<Recipe>& recipes, const std::string& what, bool record_import);
 
   std::mutex mu_;

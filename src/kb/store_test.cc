@@ -110,23 +110,25 @@ TEST_F(StoreTest, CriticNotesAreKeptOnceAndOfferedToMatchingSessions) {
   EXPECT_TRUE(notes.empty());
 }
 
-// A session whose stock won keeps what it learned as the stock's record: no config,
-// demoted, never matched or replayed, its failures and notes offered to later sessions;
-// a later stock win merges what is new into the same record, and the record travels
-// through export and import like any recipe.
+// A session that admits no recipe (its stock won, its best was not re-validated) keeps
+// what it learned as the stock's record: no config, demoted, never matched or replayed,
+// its failures and notes offered to later sessions; a later session merges what is new
+// into the same record, and the record travels through export and import like any
+// recipe.
 TEST_F(StoreTest, TheStocksRecordKeepsFailuresAndIsNeverReplayed) {
   Recipe stock = TestRecipe("s-1");
   stock.config = Config{};
   stock.objective = {.name = "output_tok_per_s", .value = 100, .ci_lo = 95, .ci_hi = 104, .trial_ids = {"t-1", "t-2"}};
   stock.learnings.clear();
-  ASSERT_OK_AND_ASSIGN(Admission first, store_->RecordStockWon(stock));
+  ASSERT_OK_AND_ASSIGN(Admission first, store_->KeepStockRecord(stock, "the stock configuration won"));
   EXPECT_FALSE(first.admitted);
   EXPECT_EQ(first.reason, "new stock record #" + std::to_string(first.recipe_id) + " (1 failure(s))");
   ASSERT_OK_AND_ASSIGN(Recipe kept, store_->Get(first.recipe_id));
   EXPECT_TRUE(kept.IsStockRecord());
   EXPECT_EQ(kept.demoted_reason, kStockRecordReason);
   ASSERT_EQ(kept.history.size(), 1u);
-  EXPECT_EQ(kept.history[0].event, "stock_won");
+  EXPECT_EQ(kept.history[0].event, "stock_record");
+  EXPECT_EQ(kept.history[0].detail, "the stock configuration won; 1 failure(s) kept");
 
   MatchQuery q{TestIdentity(), stock.workload};
   ASSERT_OK_AND_ASSIGN(MatchResult m, store_->Match(q));
@@ -145,7 +147,8 @@ TEST_F(StoreTest, TheStocksRecordKeepsFailuresAndIsNeverReplayed) {
   Recipe again = stock;
   again.provenance = {.hone_version = "0.1.0", .session_id = "s-2", .date = "2026-01-03T00:00:00Z"};
   again.failures.push_back({Config{{"weights", "q4_0"}}, FailureKind::kAccuracyFailed, "agreement 50%", {"t-11"}});
-  ASSERT_OK_AND_ASSIGN(Admission second, store_->RecordStockWon(again));
+  ASSERT_OK_AND_ASSIGN(Admission second,
+                       store_->KeepStockRecord(again, "the best configuration was not re-validated at close"));
   EXPECT_EQ(second.recipe_id, first.recipe_id);
   EXPECT_EQ(second.reason, "stock record #" + std::to_string(first.recipe_id) + " updated (2 failure(s) from this session)");
   ASSERT_OK_AND_ASSIGN(kept, store_->Get(first.recipe_id));
@@ -153,7 +156,9 @@ TEST_F(StoreTest, TheStocksRecordKeepsFailuresAndIsNeverReplayed) {
   EXPECT_EQ(kept.failures[0].trial_ids, std::vector<std::string>{"s-1/t-4"});  // each trial names its session
   EXPECT_EQ(kept.failures[1].kind, FailureKind::kAccuracyFailed);
   EXPECT_EQ(kept.failures[1].trial_ids, std::vector<std::string>{"s-2/t-11"});
-  EXPECT_EQ(kept.history.back().event, "stock_won");
+  EXPECT_EQ(kept.history.back().event, "stock_record");
+  EXPECT_TRUE(kept.history.back().detail.starts_with("the best configuration was not re-validated at close; merged: "))
+      << kept.history.back().detail;
   EXPECT_EQ(kept.provenance.session_id, "s-2");
 
   // Through export and import into another store, as it was.

@@ -275,12 +275,12 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
 
 std::optional<kb::Recipe> StockRecordFor(const session::SessionState& s, const spec::SessionSpec& spec,
                                          const kb::MatchQuery& query, const kb::Provenance& provenance) {
-  if (!s.BestIsStock() || s.baseline_trials.empty() || !(s.baseline_objective > 0)) return std::nullopt;
+  if (s.baseline_trials.empty() || !(s.baseline_objective > 0)) return std::nullopt;
   kb::Recipe r;
   r.identity = query.identity;
   r.workload = query.workload;
   AddExperience(s, provenance, r);
-  r.learnings.clear();  // a single-knob KEEP the close did not confirm
+  r.learnings.clear();  // a single-knob KEEP no admitted recipe stands behind
   if (r.failures.empty() && r.notes.empty()) return std::nullopt;
   // The stock's own numbers: its baseline trials (the record is never replayed).
   const auto [lo, hi] = s.baseline_values.empty()

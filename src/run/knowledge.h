@@ -76,9 +76,11 @@ std::optional<kb::AdmissionRequest> AdmissionFor(const session::SessionState& s,
                                                  const kb::MatchQuery& query, const kb::Provenance& provenance,
                                                  std::string* why);
 
-// The stock's record for a closed session whose stock won (kb::kStockRecordReason): what
-// it learned on the way (failures, launch conflicts, the critic's notes) with the stock's
-// baseline as its numbers; nullopt when the stock did not win or nothing was learned.
+// The stock's record for a closed session that admits no recipe (kb::kStockRecordReason:
+// its stock won, or its best was not re-validated, was refused admission or runs a
+// patched build): what it learned on the way (failures, launch conflicts, the critic's
+// notes; no learnings, which only an admitted KEEP gives) with the stock's baseline as
+// its numbers; nullopt when nothing was learned or no baseline was measured.
 std::optional<kb::Recipe> StockRecordFor(const session::SessionState& s, const spec::SessionSpec& spec,
                                          const kb::MatchQuery& query, const kb::Provenance& provenance);
 

@@ -311,14 +311,22 @@ TEST_F(RunTest, AStockWinKeepsWhatTheSessionLearnedAsTheStocksRecord) {
   EXPECT_EQ(record->objective.ci_lo, 98);
   EXPECT_EQ(record->objective.ci_hi, 103);
   EXPECT_EQ(record->baseline.trial_ids, s.baseline_trials);
+  // A best that was not re-validated admits no recipe either: what was learned is the
+  // same record (no learning from the KEEP no admitted recipe stands behind).
   s.best = Config{{"threads", "2"}, {"cache_type_k", "q8_0"}, {"flash_attn", "off"}};
-  EXPECT_FALSE(StockRecordFor(s, spec_, q, provenance));  // the stock did not win
+  std::string why;
+  EXPECT_FALSE(AdmissionFor(s, spec_, q, provenance, &why));
+  EXPECT_EQ(why, "not recorded: the best configuration was not re-validated at close");
+  auto unvalidated = StockRecordFor(s, spec_, q, provenance);
+  ASSERT_TRUE(unvalidated);
+  EXPECT_TRUE(unvalidated->learnings.empty());
+  EXPECT_EQ(unvalidated->failures, record->failures);
 
   s.best = s.stock;
   spec_.kb.path = (dir_->path() / "kb.sqlite").string();
   ASSERT_OK_AND_ASSIGN(auto store, OpenKnowledgeBase(spec_, ctx_));
   ASSERT_TRUE(store);
-  ASSERT_OK(store->RecordStockWon(*record));
+  ASSERT_OK(store->KeepStockRecord(*record, "the stock configuration won"));
   std::set<std::string> penalized;
   for (const search::Prior& p : KbPriors(*store, q)) penalized.insert(p.knob + "=" + p.value + " " + p.failure_kind);
   EXPECT_EQ(penalized, (std::set<std::string>{"weights=q4_0 accuracy_failed", "threads=1 regressed"}));

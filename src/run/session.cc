@@ -59,12 +59,7 @@ class ReportCloser final : public session::Closer {
     auto req = AdmissionFor(s, w_.spec, w_.kb_query, provenance, &why);
     if (!req) {
       s.kb_result = why;
-      // The stock won: nothing to replay, but what the search learned on the way is kept.
-      if (auto record = StockRecordFor(s, w_.spec, w_.kb_query, provenance); record && w_.kb) {
-        auto kept = w_.kb->RecordStockWon(*record);
-        s.kb_result += kept ? "; what it learned is kept: " + kept->reason + " in " + w_.kb->path()
-                            : "; what it learned could not be kept: " + kept.error().message;
-      }
+      KeepStockRecord(s, provenance, why);
       return;
     }
     Result<kb::Admission> a =
@@ -75,7 +70,30 @@ class ReportCloser final : public session::Closer {
       s.kb_result = a->reason + " in " + w_.kb->path();  // "new recipe #3", "updated recipe #1 (re-activated)"
     } else {
       s.kb_result = "not admitted: " + a->reason;
+      KeepStockRecord(s, provenance, s.kb_result);
     }
+  }
+
+  // No recipe to replay (the stock won; the best was not re-validated, runs a patched
+  // build or was refused): what the search learned on the way is kept all the same, as
+  // the stock's record; beside the run when the knowledge base cannot take it.
+  void KeepStockRecord(session::SessionState& s, const kb::Provenance& provenance, const std::string& why) {
+    auto record = StockRecordFor(s, w_.spec, w_.kb_query, provenance);
+    if (!record) return;
+    auto kept = w_.kb ? w_.kb->KeepStockRecord(*record, why)
+                      : Result<kb::Admission>(Fail(Error{ErrorCode::kUnavailable, w_.kb_error, {}}));
+    if (kept) {
+      s.kb_result += "; what it learned is kept: " + kept->reason + " in " + w_.kb->path();
+      return;
+    }
+    const std::string pending = (fs::path(s.run_dir) / "kb-pending.jsonl").string();
+    if (auto st = sys::WriteFileAtomic(pending, kb::RecipeToJsonLine(*record) + "\n"); !st) {
+      s.kb_result += "; what it learned could not be kept (" + kept.error().message + "): " + st.error().message;
+      return;
+    }
+    sys::LogWarn("knowledge base unavailable (" + kept.error().message + "): the stock's record is in " + pending);
+    s.kb_result += "; what it learned is kept in " + pending + " (the knowledge base was unavailable: " +
+                   kept.error().message + "); add it with `hone kb import " + pending + "`";
   }
 
   // The knowledge base could not take the recipe (locked by another process, a full
