@@ -12,6 +12,7 @@ namespace hone::kb {
 namespace {
 
 using testing::RepoRules;
+using testing::SessionQualified;
 using testing::TestIdentity;
 using testing::TestRecipe;
 using testing::Validated;
@@ -103,7 +104,8 @@ TEST_F(AdmissionStoreTest, AdmittedRecipeReadsBackWhole) {
   ASSERT_TRUE(a.admitted);
   EXPECT_FALSE(a.updated_existing);
   ASSERT_OK_AND_ASSIGN(Recipe r, store_->Get(a.recipe_id));
-  Recipe want = TestRecipe();
+  Recipe want = SessionQualified(TestRecipe());
+  EXPECT_EQ(r.learnings[0].trial_ids, std::vector<std::string>{"s-1/t-3"});  // each names its session
   EXPECT_EQ(r.identity, want.identity);
   EXPECT_EQ(r.workload, want.workload);
   EXPECT_EQ(r.config, want.config);
@@ -141,7 +143,7 @@ TEST_F(AdmissionStoreTest, SameIdentityWorkloadAndConfigUpdatesKeepingHistory) {
   EXPECT_EQ(r.reproduce_count, 1);
   ASSERT_EQ(r.learnings.size(), 2u);
   EXPECT_EQ(r.learnings[0].knob, "flash_attn");
-  EXPECT_EQ(r.learnings[1].trial_ids, std::vector<std::string>{"t-22"});
+  EXPECT_EQ(r.learnings[1].trial_ids, std::vector<std::string>{"s-2/t-22"});
   EXPECT_EQ(r.failures.size(), 1u);  // same failure again: not duplicated
   ASSERT_EQ(r.history.size(), 2u);
   EXPECT_EQ(r.history[0].objective_value, 120);

@@ -22,6 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::RepoRules;
+using testing::SessionQualified;
 using testing::TestRecipe;
 using testing::Validated;
 
@@ -192,7 +193,7 @@ TEST_P(CrashTest, WriterKilledInsideItsTransactionLeavesNoPartialRecipe) {
   ASSERT_OK_AND_ASSIGN(std::vector<Recipe> all, store->List());
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].objective, committed.objective);
-  EXPECT_EQ(all[0].learnings, committed.learnings);
+  EXPECT_EQ(all[0].learnings, SessionQualified(committed).learnings);
   EXPECT_EQ(all[0].provenance.session_id, "s-committed");
   EXPECT_EQ(all[0].reproduce_count, 0);
   // The dead writer's lock is gone: the same write now succeeds.

@@ -393,6 +393,25 @@ Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const s
   return a;
 }
 
+namespace {
+
+// A recipe's learnings and failures gather the trials of many sessions (a later session
+// updates the recipe, the stock's record merges every no-recipe session): each trial id
+// a session writes names its session ("s-2/t0012"). The objective's and baseline's stay
+// plain: the provenance names their session.
+void QualifyTrialIds(Recipe& r) {
+  if (r.provenance.session_id.empty()) return;
+  auto qualify = [&](std::vector<std::string>& ids) {
+    for (std::string& t : ids) {
+      if (t.find('/') == std::string::npos) t = r.provenance.session_id + "/" + t;
+    }
+  };
+  for (Learning& l : r.learnings) qualify(l.trial_ids);
+  for (Failure& f : r.failures) qualify(f.trial_ids);
+}
+
+}  // namespace
+
 Result<Admission> RecipeStore::KeepStockRecord(const Recipe& in, std::string_view why) {
   Recipe r = in;
   r.id = 0;
@@ -402,12 +421,7 @@ Result<Admission> RecipeStore::KeepStockRecord(const Recipe& in, std::string_vie
   r.demoted_reason = std::string(kStockRecordReason);
   r.reproduce_count = 0;
   r.history.clear();
-  // The record gathers the failures of many sessions: each trial id names its session.
-  for (Failure& f : r.failures) {
-    for (std::string& t : f.trial_ids) {
-      if (!r.provenance.session_id.empty() && t.find('/') == std::string::npos) t = r.provenance.session_id + "/" + t;
-    }
-  }
+  QualifyTrialIds(r);
   HONE_TRY(CheckRecipeShape(r));
   std::lock_guard lock(mu_);
   std::string now = Now();
@@ -445,6 +459,7 @@ Result<Admission> RecipeStore::Admit(const AdmissionRequest& req) {
   r.demoted_reason.clear();
   r.reproduce_count = 0;
   r.history.clear();
+  QualifyTrialIds(r);
   if (r.provenance.date.empty()) r.provenance.date = now;
   HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
   HONE_ASSIGN_OR_RETURN(std::optional<int64_t> existing, FindByKey(r.Key()));

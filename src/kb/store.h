@@ -80,15 +80,16 @@ class RecipeStore {
   // The schema version the file had before this open migrated it (0: new file).
   int opened_at_version() const { return opened_at_version_; }
 
-  // Admits a validated result, or says why not (Admission::admitted == false).
+  // Admits a validated result, or says why not (Admission::admitted == false). The
+  // learnings' and failures' trial ids are qualified by the session ("s-2/t0012"): a
+  // later session's update adds its own to the same recipe.
   Result<Admission> Admit(const AdmissionRequest& req);
   // Keeps what a session that admitted no recipe learned (`r`'s failures and notes; its
   // objective and baseline are the stock's) as the stock's record (kStockRecordReason): a
   // new demoted recipe with an empty config, or new failures merged into the one already
   // kept for this identity and workload; `why` (the session's reason no recipe was
-  // admitted) goes into its history ("stock_record"). A failure's trial ids are qualified
-  // by the session ("s-2/t0012"): the record holds many sessions' trials.
-  // Admission::admitted is false; reason names the record.
+  // admitted) goes into its history ("stock_record"). Trial ids are qualified as
+  // Admit's are. Admission::admitted is false; reason names the record.
   Result<Admission> KeepStockRecord(const Recipe& r, std::string_view why);
   // One recipe with its config, learnings, failures and history; kNotFound if absent.
   Result<Recipe> Get(int64_t id);

@@ -37,6 +37,18 @@ inline Recipe TestRecipe(const std::string& session = "s-1") {
   return r;
 }
 
+// `r` as the store keeps what a session wrote: each learning's and failure's trial id
+// names the session ("s-1/t-3"; RecipeStore::Admit, KeepStockRecord).
+inline Recipe SessionQualified(Recipe r) {
+  for (Learning& l : r.learnings) {
+    for (std::string& t : l.trial_ids) t = r.provenance.session_id + "/" + t;
+  }
+  for (Failure& f : r.failures) {
+    for (std::string& t : f.trial_ids) t = r.provenance.session_id + "/" + t;
+  }
+  return r;
+}
+
 inline AdmissionRequest Validated(Recipe r) {
   return {.recipe = std::move(r), .verdict_keep = true, .accuracy_passed = true, .remeasured_at_close = true};
 }
