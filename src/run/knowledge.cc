@@ -166,7 +166,13 @@ std::optional<kb::FailureKind> FailureKindFor(const session::CandidateRecord& c)
       if (c.failure_kind == "health_timeout") return kb::FailureKind::kTimeout;
       return kb::FailureKind::kCrashed;  // context_create, model_load, crashed, exited
     case Verdict::kAccuracyFailed: return kb::FailureKind::kAccuracyFailed;
-    case Verdict::kRevert: return kb::FailureKind::kRegressed;
+    case Verdict::kRevert:
+      // Worse here (the interval below 1), or it broke the SLO. A REVERT that only failed
+      // to prove a gain above this session's keep threshold (the A/A floor; its interval
+      // holds 1 or lies above it) is no regression: a later session with a lower floor
+      // may measure it. (A KEEP the critic refused keeps the critic's note instead.)
+      if (c.ci_hi < 1.0 || c.slo_excess > 0) return kb::FailureKind::kRegressed;
+      return std::nullopt;
     case Verdict::kPending:
     case Verdict::kKeep:
     case Verdict::kInconclusive:

@@ -139,9 +139,9 @@ session::CandidateRecord Candidate(const std::string& id, Config delta, Verdict 
   c.delta = std::move(delta);
   c.verdict = v;
   c.failure_kind = std::move(failure_kind);
-  c.gain = 0.1;
-  c.ci_lo = 1.05;
-  c.ci_hi = 1.15;
+  c.gain = v == Verdict::kRevert ? -0.1 : 0.1;
+  c.ci_lo = v == Verdict::kRevert ? 0.85 : 1.05;
+  c.ci_hi = v == Verdict::kRevert ? 0.95 : 1.15;
   c.candidate_trials = {"t1" + id};
   c.reason = "because";
   return c;
@@ -273,8 +273,28 @@ TEST_F(RunTest, ALaunchFailureIsRecordedAsWhatItWasAndAHostFailureNotAtAll) {
   EXPECT_EQ(kind("port_in_use"), std::nullopt);
   EXPECT_EQ(kind("not_found"), std::nullopt);
   EXPECT_EQ(FailureKindFor(Candidate("c2", delta, Verdict::kAccuracyFailed)), kb::FailureKind::kAccuracyFailed);
-  EXPECT_EQ(FailureKindFor(Candidate("c3", delta, Verdict::kRevert)), kb::FailureKind::kRegressed);
+  EXPECT_EQ(FailureKindFor(Candidate("c3", delta, Verdict::kRevert)), kb::FailureKind::kRegressed);  // [0.85, 0.95]
   EXPECT_EQ(FailureKindFor(Candidate("c4", delta, Verdict::kScreenedOut)), std::nullopt);
+}
+
+// A REVERT is a regression where the value measured worse or broke the SLO; one that
+// only failed to prove a gain above the session's keep threshold (its interval holds 1
+// or lies above it) is none: a session with a lower A/A floor may measure it again.
+TEST_F(RunTest, ARevertThatOnlyMissedTheKeepThresholdIsNoRegression) {
+  const Config delta{{"ubatch_size", "256"}};
+  auto revert = [&](double lo, double hi, double slo_excess = -1) {
+    session::CandidateRecord c = Candidate("c1", delta, Verdict::kRevert);
+    c.ci_lo = lo;
+    c.ci_hi = hi;
+    c.gain = (lo + hi) / 2 - 1;
+    c.slo_excess = slo_excess;
+    return FailureKindFor(c);
+  };
+  EXPECT_EQ(revert(0.96, 1.04), std::nullopt);                   // +0%, under a 5% threshold
+  EXPECT_EQ(revert(0.99, 1.0), std::nullopt);                    // touching 1: not worse
+  EXPECT_EQ(revert(0.90, 0.99), kb::FailureKind::kRegressed);    // worse
+  EXPECT_EQ(revert(1.01, 1.04), std::nullopt);                   // a real gain, under the threshold
+  EXPECT_EQ(revert(0.97, 1.05, 0.3), kb::FailureKind::kRegressed);  // broke the SLO by 30%
 }
 
 // A session whose stock won has no recipe, but what it learned is the stock's record:
