@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -278,16 +279,15 @@ TEST_F(ChaosTest, AnInterruptedSessionKeepsWhatItLearned) {
                                       {.argv = {Hone(), "run", Path("interrupted.yaml").string(), "--out", run.string()},
                                        .env = env}));
   // Interrupted once it kept poll=0 and saw threads=1 fail to launch.
-  auto seen = [&](const std::string& verdict) {
-    const json state = ReadJson(run / "state.json");
-    if (!state.is_object()) return false;
-    for (const auto& c : state["candidates"]) {
-      if (c.value("verdict", "") == verdict) return true;
+  auto kept_and_failed = [&] {
+    std::set<std::string> verdicts;
+    for (const auto& [id, decided] : Decided(ReadJson(run / "state.json"))) {
+      verdicts.insert(decided.substr(decided.rfind(": ") + 2));
     }
-    return false;
+    return verdicts.contains("KEEP") && verdicts.contains("LAUNCH_FAILED");
   };
   auto deadline = std::chrono::steady_clock::now() + 120s;
-  while (!hone->Poll() && !(seen("KEEP") && seen("LAUNCH_FAILED")) && std::chrono::steady_clock::now() < deadline) {
+  while (!hone->Poll() && !kept_and_failed() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
   ASSERT_FALSE(hone->Poll()) << "the session closed before it could be interrupted: " << hone->OutputTail(4000);

@@ -62,8 +62,7 @@ class ReportCloser final : public session::Closer {
       KeepStockRecord(s, provenance, why);
       return;
     }
-    Result<kb::Admission> a =
-        w_.kb ? w_.kb->Admit(*req) : Result<kb::Admission>(Fail(Error{ErrorCode::kUnavailable, w_.kb_error, {}}));
+    Result<kb::Admission> a = w_.kb ? w_.kb->Admit(*req) : Result<kb::Admission>(Fail(Unavailable()));
     if (!a) {
       s.kb_result = KeepPending(s, *req, a.error().message);
     } else if (a->admitted) {
@@ -77,23 +76,20 @@ class ReportCloser final : public session::Closer {
   // No recipe to replay (the stock won; the best was not re-validated, runs a patched
   // build or was refused): what the search learned on the way is kept all the same, as
   // the stock's record; beside the run when the knowledge base cannot take it.
-  void KeepStockRecord(session::SessionState& s, const kb::Provenance& provenance, const std::string& why) {
+  // `why` is taken by value: the caller may pass s.kb_result, which this appends to.
+  void KeepStockRecord(session::SessionState& s, const kb::Provenance& provenance, std::string why) {
     auto record = StockRecordFor(s, w_.spec, w_.kb_query, provenance);
     if (!record) return;
-    auto kept = w_.kb ? w_.kb->KeepStockRecord(*record, why)
-                      : Result<kb::Admission>(Fail(Error{ErrorCode::kUnavailable, w_.kb_error, {}}));
+    auto kept = w_.kb ? w_.kb->KeepStockRecord(*record, why) : Result<kb::Admission>(Fail(Unavailable()));
     if (kept) {
       s.kb_result += "; what it learned is kept: " + kept->reason + " in " + w_.kb->path();
       return;
     }
-    const std::string pending = (fs::path(s.run_dir) / "kb-pending.jsonl").string();
-    if (auto st = sys::WriteFileAtomic(pending, kb::RecipeToJsonLine(*record) + "\n"); !st) {
-      s.kb_result += "; what it learned could not be kept (" + kept.error().message + "): " + st.error().message;
-      return;
-    }
-    sys::LogWarn("knowledge base unavailable (" + kept.error().message + "): the stock's record is in " + pending);
-    s.kb_result += "; what it learned is kept in " + pending + " (the knowledge base was unavailable: " +
-                   kept.error().message + "); add it with `hone kb import " + pending + "`";
+    const std::string& error = kept.error().message;
+    auto pending = KeepBesideRun(s, *record, error, "the stock's record");
+    s.kb_result += pending ? "; what it learned is kept in " + *pending + " (the knowledge base was unavailable: " +
+                                 error + "); add it with `hone kb import " + *pending + "`"
+                           : "; what it learned could not be kept (" + error + "): " + pending.error().message;
   }
 
   // The knowledge base could not take the recipe (locked by another process, a full
@@ -104,14 +100,26 @@ class ReportCloser final : public session::Closer {
         return "not admitted: " + why + " (the knowledge base was unavailable anyway: " + error + ")";
       }
     }
-    const std::string pending = (fs::path(s.run_dir) / "kb-pending.jsonl").string();
-    if (auto st = sys::WriteFileAtomic(pending, kb::RecipeToJsonLine(req.recipe) + "\n"); !st) {
-      return "knowledge base write failed (" + error + ") and the recipe could not be kept: " + st.error().message;
+    auto pending = KeepBesideRun(s, req.recipe, error, "the recipe");
+    if (!pending) {
+      return "knowledge base write failed (" + error + ") and the recipe could not be kept: " + pending.error().message;
     }
-    sys::LogWarn("knowledge base unavailable (" + error + "): the recipe is in " + pending);
-    return "knowledge base unavailable (" + error + "): the recipe is kept in " + pending +
-           "; add it with `hone kb import " + pending + "`";
+    return "knowledge base unavailable (" + error + "): the recipe is kept in " + *pending +
+           "; add it with `hone kb import " + *pending + "`";
   }
+
+  // Writes `recipe` (`what`, for the warning) to kb-pending.jsonl beside the run, for
+  // `hone kb import`; returns that path.
+  Result<std::string> KeepBesideRun(const session::SessionState& s, const kb::Recipe& recipe, const std::string& error,
+                                    const std::string& what) {
+    const std::string pending = (fs::path(s.run_dir) / "kb-pending.jsonl").string();
+    HONE_TRY(sys::WriteFileAtomic(pending, kb::RecipeToJsonLine(recipe) + "\n"));
+    sys::LogWarn("knowledge base unavailable (" + error + "): " + what + " is in " + pending);
+    return pending;
+  }
+
+  // Why nothing reaches a knowledge base that did not open.
+  Error Unavailable() const { return Error{ErrorCode::kUnavailable, w_.kb_error, {}}; }
 
   const SessionWiring& w_;
   sys::Clock& clock_;
