@@ -5,8 +5,8 @@
 # c32 (one GPU) was recorded over two sessions of 2026-12-05, c4x1 (one GPU, its repeats
 # not yet) in a third (bench/search/gpu/README.md); c16h100 is the one-GPU point for a
 # session whose device is an H100 (a surface is recorded on one kind of card only; it was
-# recorded over two sessions of 2026-12-06 and grown from 64 to 128 points in a third, toward 256
-# in a fourth);
+# recorded over two sessions of 2026-12-06 and grown from 64 to 128 points in a third, to 256
+# in a fourth and fifth, 2026-12-07: complete);
 # c64 and c4 need a machine of several GPUs, not lent so far.
 #
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
