@@ -349,9 +349,9 @@ kb: {enabled: false}
 
 // `hone search record` as the surfaces in bench/search were made: every grid point
 // measured on the real server, each numerics class checked once by the accuracy gate,
-// every trial saved as it ends; a second run continues the file, and --recheck-accuracy
-// drops the accuracy results and checks every class again; a run with another axis grows
-// the file onto the larger grid.
+// every trial saved as it ends; a second run continues the file (not one recorded on
+// another machine), and --recheck-accuracy drops the accuracy results and checks every
+// class again; a run with another axis grows the file onto the larger grid.
 TEST_F(CliLlamaTest, SearchRecordMeasuresTheGridChecksEachNumericsClassAndContinues) {
   const std::string f16 = Path("rec-tiny-f16.gguf");
   ASSERT_OK(sys::WriteFileAtomic(f16, *sys::ReadFile(testing::SynthModel("tiny", "f16"))));
@@ -406,6 +406,19 @@ kb: {enabled: false}
     EXPECT_EQ(healed["points"][1].value("failure_kind", ""), "") << healed["points"][1].dump();
     EXPECT_FALSE(healed["points"][1]["samples"].empty()) << healed["points"][1].dump();
     surface = healed;
+  }
+  // A recording of another machine is not continued: its file stays as it was.
+  {
+    nlohmann::json elsewhere = load();
+    elsewhere["info"]["hardware"] = "cpu-elsewhere-64c";
+    ASSERT_OK(sys::WriteFileAtomic(out, elsewhere.dump()));
+    r = RunHone(args, 300s);
+    EXPECT_NE(r.status.code, 0) << LastLines(r.output, 30);
+    EXPECT_NE(r.output.find(out + " was recorded elsewhere (hardware: recorded cpu-elsewhere-64c, now "),
+              std::string::npos) << r.output;
+    EXPECT_EQ(load(), elsewhere);
+    elsewhere["info"]["hardware"] = surface["info"]["hardware"];
+    ASSERT_OK(sys::WriteFileAtomic(out, elsewhere.dump()));
   }
   // --recheck-accuracy: each class checked again, the measurements kept.
   std::vector<std::string> recheck = args;

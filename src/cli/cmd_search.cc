@@ -222,10 +222,36 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
   run::SessionWiring& w = **wiring;
   sys::Clock& clock = *ctx.clock;
 
+  // What this run's samples are of: the engine, model, machine, objective and workload.
+  std::map<std::string, std::string> facts = {
+      {"framework", spec->target.adapter},
+      {"framework_version", w.engine.provisioned.version},
+      {"model", w.engine.model_name},
+      // The device the engine runs on: a CPU recording on a GPU host names the CPU.
+      {"hardware", run::HardwareName(*spec, w.machine)},
+      {"cpus", std::to_string(w.machine.cpus)},
+      {"gpus", std::to_string(spec->target.num_gpus)},
+      {"objective", spec->objective.metric},
+      {"workload", spec->workload.kind + " c" + std::to_string(spec->workload.concurrency) + " isl" +
+                       std::to_string(spec->workload.isl) + " osl" + std::to_string(spec->workload.osl) + " n" +
+                       std::to_string(spec->workload.num_prompts)},
+  };
   search::ResponseSurface surface = search::ResponseSurface::Grid(parsed->first, parsed->second);
   if (sys::FileExists(o.out)) {
     auto old = search::ResponseSurface::Load(o.out);
     if (!old) return ReportError(old.error());
+    // Samples of another machine, model or workload would be pooled with the recorded ones.
+    if (auto same = search::CheckSameRecording(old->info(), facts); !same) {
+      return ReportError(Error{ErrorCode::kFailedPrecondition,
+                               o.out + " was " + same.error().message +
+                                   ": its samples and this run's would not measure the same thing; pick another --out",
+                               {}});
+    }
+    if (auto v = old->info().find("framework_version");
+        v != old->info().end() && !v->second.empty() && v->second != facts["framework_version"]) {
+      std::printf("note: %s was recorded with %s; this run's engine is %s (their samples are pooled)\n",
+                  o.out.c_str(), v->second.c_str(), facts["framework_version"].c_str());
+    }
     const bool same = old->points().size() == surface.points().size() && old->stock() == surface.stock();
     if (same) {
       surface = std::move(*old);
@@ -265,17 +291,7 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
     if (auto v = w.engine.adapter->catalog().Validate(p.config); !v) return ReportError(v.error());
   }
   auto& info = surface.info();
-  info["framework"] = spec->target.adapter;
-  info["framework_version"] = w.engine.provisioned.version;
-  info["model"] = w.engine.model_name;
-  // The device the engine runs on: a CPU recording on a GPU host names the CPU.
-  info["hardware"] = run::HardwareName(*spec, w.machine);
-  info["cpus"] = std::to_string(w.machine.cpus);
-  info["gpus"] = std::to_string(spec->target.num_gpus);
-  info["objective"] = spec->objective.metric;
-  info["workload"] = spec->workload.kind + " c" + std::to_string(spec->workload.concurrency) + " isl" +
-                     std::to_string(spec->workload.isl) + " osl" + std::to_string(spec->workload.osl) + " n" +
-                     std::to_string(spec->workload.num_prompts);
+  for (const auto& [key, value] : facts) info[key] = value;
   info["spec"] = o.spec;
   info["repeats"] = std::to_string(o.repeats);
   if (shards > 1) info["shard"] = std::to_string(shard) + "/" + std::to_string(shards);

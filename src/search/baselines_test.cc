@@ -160,6 +160,42 @@ TEST_F(BaselinesTest, ASurfaceGrowsOntoALargerGridKeepingWhatItRecorded) {
   EXPECT_NE(moved.error().message.find("stock's a differs"), std::string::npos);
 }
 
+// Samples pool only with samples of the same engine, model, machine, objective and
+// workload: a continuation or a merge of anything else is refused, naming what differs.
+TEST_F(BaselinesTest, ARecordingPoolsOnlySamplesOfTheSameMachineAndWorkload) {
+  const std::map<std::string, std::string> recorded = {
+      {"framework", "llama.cpp"}, {"framework_version", "0.4.0 (commit 80fb11a)"}, {"model", "hone-tiny-s42"},
+      {"hardware", "cpu-intel-xeon-2c"}, {"cpus", "2"}, {"gpus", "0"}, {"objective", "total_tps_per_gpu"},
+      {"workload", "fixed c8 isl64 osl32 n16"}, {"trials", "290"}};
+  std::map<std::string, std::string> now = recorded;
+  now["trials"] = "12";
+  now["framework_version"] = "0.4.0 (commit 253866b)";  // a local build's own commit: not compared
+  EXPECT_OK(CheckSameRecording(recorded, now));
+  now["hardware"] = "cpu-amd-epyc-2c";
+  now["workload"] = "fixed c4 isl64 osl32 n16";
+  auto refused = CheckSameRecording(recorded, now);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "recorded elsewhere (hardware: recorded cpu-intel-xeon-2c, now cpu-amd-epyc-2c; workload: recorded fixed c8 "
+            "isl64 osl32 n16, now fixed c4 isl64 osl32 n16)");
+  // A key the older recording lacks is not compared.
+  EXPECT_OK(CheckSameRecording({{"framework", "llama.cpp"}}, now));
+
+  ResponseSurface a = ResponseSurface::Grid({{"a", {"4", "16"}}}, Config{{"a", "4"}});
+  ResponseSurface b = a;
+  a.mutable_points()[0].samples = {100};
+  b.mutable_points()[0].samples = {104};
+  a.info() = recorded;
+  b.info() = recorded;
+  ASSERT_OK_AND_ASSIGN(ResponseSurface merged, MergeSurfaces({a, b}));
+  EXPECT_EQ(merged.points()[0].samples, (std::vector<double>{100, 104}));
+  b.info()["model"] = "hone-deep-gqa-s42";
+  auto mixed = MergeSurfaces({a, b});
+  ASSERT_FALSE(mixed);
+  EXPECT_EQ(mixed.error().message,
+            "part 2 was recorded elsewhere (model: recorded hone-tiny-s42, now hone-deep-gqa-s42)");
+}
+
 TEST_F(BaselinesTest, RandomSearchNeverRepeatsAndGridCoversItsCoarseAxes) {
   DomainOptions d;
   d.fixed = {{"a", {"1", "2", "4", "8", "16"}}, {"b", {"x", "y", "z"}}, {"c", {"on", "off"}}};

@@ -308,6 +308,21 @@ Result<ResponseSurface> ExtendSurface(const ResponseSurface& old, ResponseSurfac
   return grid;
 }
 
+Status CheckSameRecording(const std::map<std::string, std::string>& recorded,
+                          const std::map<std::string, std::string>& now) {
+  static constexpr std::string_view kKeys[] = {"framework", "model", "hardware", "cpus", "gpus", "objective", "workload"};
+  std::string diff;
+  for (std::string_view key : kKeys) {
+    auto a = recorded.find(std::string(key));
+    auto b = now.find(std::string(key));
+    if (a == recorded.end() || b == now.end() || a->second == b->second) continue;
+    if (!diff.empty()) diff += "; ";
+    diff += std::string(key) + ": recorded " + a->second + ", now " + b->second;
+  }
+  if (diff.empty()) return Ok();
+  return FailedPrecondition("recorded elsewhere (" + diff + ")");
+}
+
 Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts) {
   if (parts.empty()) return InvalidArgument("nothing to merge");
   ResponseSurface out = parts[0];
@@ -321,6 +336,9 @@ Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts)
     const ResponseSurface& p = parts[i];
     if (p.points().size() != out.points().size() || !(p.stock() == out.stock())) {
       return FailedPrecondition("part " + std::to_string(i + 1) + " holds a different grid");
+    }
+    if (auto same = CheckSameRecording(out.info(), p.info()); !same) {
+      return FailedPrecondition("part " + std::to_string(i + 1) + " was " + same.error().message);
     }
     add_info(p);
     for (const SurfacePoint& q : p.points()) {

@@ -160,9 +160,21 @@ std::vector<std::vector<size_t>> NumericsClasses(const ResponseSurface& surface,
 // else is a different grid (FailedPrecondition).
 Result<ResponseSurface> ExtendSurface(const ResponseSurface& old, ResponseSurface grid);
 
+// What a recording's samples must share to be pooled into one surface: the engine, the
+// model, the machine (a class name: identical hosts share it), its CPU and GPU counts, the
+// objective and the workload (the info keys `hone search record` writes). Samples from
+// another machine or workload would join one noise model and one "best" with the
+// recorded ones. Returns FailedPrecondition naming every difference ("hardware: recorded
+// cpu-intel-xeon-2c, now cpu-amd-epyc-2c"); a key either side lacks is not compared
+// (surfaces of older versions), and the engine's version is not one of them (a build
+// from a local source names a commit of its own in every session).
+Status CheckSameRecording(const std::map<std::string, std::string>& recorded,
+                          const std::map<std::string, std::string>& now);
+
 // Joins recordings of the same grid (shards, or runs on different days): samples,
 // times and trial ids are concatenated, a failure or an accuracy outcome from any of
-// them is kept, info is the first's with the trial counts and seconds added up.
+// them is kept, info is the first's with the trial counts and seconds added up. Parts
+// recorded on another machine or workload (CheckSameRecording) are refused.
 Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts);
 
 }  // namespace hone::search
