@@ -1,5 +1,5 @@
-// `hone kb list|show|match|export|import|migrate`: the recipe knowledge base from the
-// shell, in a SQLite file or a PostgreSQL database (--kb postgresql://...).
+// `hone kb list|show|match|forget|export|import|migrate`: the recipe knowledge base from
+// the shell, in a SQLite file or a PostgreSQL database (--kb postgresql://...).
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +24,8 @@ struct KbOpts {
   std::string out;
   std::string in;
   kb::MatchQuery query;
+  std::vector<std::string> settings;  // forget: KNOB=VALUE ...
+  std::string why;                    // forget: the reason kept in the history
 };
 
 Result<std::unique_ptr<kb::RecipeStore>> OpenAt(const std::string& where, const Context& ctx) {
@@ -216,10 +218,38 @@ int RunMigrate(const KbOpts& o, const Context& ctx) {
   return 0;
 }
 
+// Drops a recipe's failures about one configuration delta, so later sessions may
+// measure it again (a value recorded as regressed under an earlier session's noise).
+int RunForget(const KbOpts& o, const Context& ctx) {
+  Config delta;
+  for (const std::string& kv : o.settings) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+      return ReportError(InvalidArgument("forget wants KNOB=VALUE settings, got '" + kv + "'").error());
+    }
+    if (delta.Get(kv.substr(0, eq))) {
+      return ReportError(InvalidArgument("forget names " + kv.substr(0, eq) + " twice").error());
+    }
+    delta.Set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  auto store = OpenStore(o, ctx);
+  if (!store) return ReportError(store.error());
+  auto dropped = (*store)->ForgetFailures(o.id, delta, o.why);
+  if (!dropped) return ReportError(dropped.error());
+  for (const kb::Failure& f : *dropped) {
+    std::printf("forgot %s %s%s (trials %s)\n", std::string(kb::FailureKindName(f.kind)).c_str(),
+                f.config_delta.ToString().c_str(), f.detail.empty() ? "" : (" (" + f.detail + ")").c_str(),
+                kb::JoinTrialIds(f.trial_ids).c_str());
+  }
+  std::printf("recipe #%lld in %s: %zu failure(s) forgotten; later sessions may measure %s again\n",
+              static_cast<long long>(o.id), (*store)->path().c_str(), dropped->size(), delta.ToString().c_str());
+  return 0;
+}
+
 }  // namespace
 
 Action RegisterKb(CLI::App& app, const Context& ctx) {
-  auto* cmd = app.add_subcommand("kb", "The recipe knowledge base: list, show, match, export, import, migrate");
+  auto* cmd = app.add_subcommand("kb", "The recipe knowledge base: list, show, match, forget, export, import, migrate");
   cmd->require_subcommand(1);
   auto o = std::make_shared<KbOpts>();
   auto add_kb = [&](CLI::App* sub) {
@@ -247,6 +277,13 @@ Action RegisterKb(CLI::App& app, const Context& ctx) {
   match->add_option("--isl", w.isl, "Input tokens per request");
   match->add_option("--osl", w.osl, "Output tokens per request");
   match->add_option("--trace", w.trace_id, "Trace id of a replayed workload");
+  auto* forget = cmd->add_subcommand(
+      "forget", "Drop a recipe's failures about one configuration (KNOB=VALUE ...), so later sessions may measure it again");
+  add_kb(forget);
+  forget->add_option("id", o->id, "Recipe id (from `hone kb list`)")->required();
+  forget->add_option("setting", o->settings, "The failure's configuration, as `hone kb show` prints it: KNOB=VALUE ...")
+      ->required();
+  forget->add_option("--why", o->why, "Why, kept in the recipe's history");
   auto* exp = cmd->add_subcommand("export", "Write every recipe as JSON lines");
   add_kb(exp);
   exp->add_option("--out", o->out, "Output file (default: stdout)");
@@ -260,6 +297,7 @@ Action RegisterKb(CLI::App& app, const Context& ctx) {
     if (list->parsed()) return RunList(*o, ctx);
     if (show->parsed()) return RunShow(*o, ctx);
     if (match->parsed()) return RunMatch(*o, ctx);
+    if (forget->parsed()) return RunForget(*o, ctx);
     if (exp->parsed()) return RunExport(*o, ctx);
     if (imp->parsed()) return RunImport(*o, ctx);
     if (mig->parsed()) return RunMigrate(*o, ctx);

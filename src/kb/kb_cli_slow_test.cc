@@ -102,6 +102,51 @@ TEST_F(KbCliTest, ImportListShowMatchExport) {
   EXPECT_EQ(recipes[1].Key(), other_model.Key());
 }
 
+// `hone kb forget ID KNOB=VALUE`: a stale failure leaves the recipe and the priors a
+// session would start from; the history keeps it; a delta the recipe has no failure
+// about, or a malformed setting, is a one-line error.
+TEST_F(KbCliTest, ForgetDropsAStaleFailureFromThePriors) {
+  Recipe r = TestRecipe("s-q8");
+  r.failures.push_back({Config{{"flash_attn", "off"}}, FailureKind::kRegressed, "gain +0.31%", {"s-q8/t-8"}});
+  ASSERT_OK(sys::WriteFileAtomic(Path("one.jsonl"), RecipeToJsonLine(r) + "\n"));
+  auto out = Hone({"kb", "import", Path("one.jsonl"), "--kb", kb_});
+  ASSERT_EQ(out.status.code, 0) << out.output;
+  const std::vector<std::string> match = {"kb", "match", "--kb", kb_, "--model", "llama-tiny", "--hardware",
+                                          "cpu-x86_64-2c", "--framework", "llama.cpp", "--model-type", "llama",
+                                          "--architecture", "LlamaForCausalLM", "--framework-version", "0.4.2",
+                                          "--precision", "q8_0", "--concurrency", "4", "--isl", "512", "--osl", "128"};
+  out = Hone(match);
+  EXPECT_NE(out.output.find("2 failure(s)"), std::string::npos) << out.output;
+
+  out = Hone({"kb", "forget", "1", "flash_attn=off", "--why", "measured under a 4.9% floor", "--kb", kb_});
+  ASSERT_EQ(out.status.code, 0) << out.output;
+  EXPECT_NE(out.output.find("forgot regressed flash_attn=off (gain +0.31%) (trials s-q8/t-8)"), std::string::npos)
+      << out.output;
+  EXPECT_NE(out.output.find("1 failure(s) forgotten; later sessions may measure flash_attn=off again"),
+            std::string::npos)
+      << out.output;
+  out = Hone(match);
+  EXPECT_NE(out.output.find("1 failure(s)"), std::string::npos) << out.output;
+  EXPECT_EQ(out.output.find("flash_attn=off"), std::string::npos) << out.output;
+  out = Hone({"kb", "show", "1", "--kb", kb_});
+  EXPECT_NE(out.output.find("failures           1"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("forgotten"), std::string::npos) << out.output;
+  EXPECT_NE(out.output.find("regressed flash_attn=off (gain +0.31%): measured under a 4.9% floor"),
+            std::string::npos)
+      << out.output;
+
+  out = Hone({"kb", "forget", "1", "flash_attn=off", "--kb", kb_});
+  EXPECT_EQ(out.status.code, 1) << out.output;
+  EXPECT_NE(out.output.find("hone: error: recipe #1 has no failure about flash_attn=off (it has: crashed "
+                            "cache_type_v=q4_0)"),
+            std::string::npos)
+      << out.output;
+  out = Hone({"kb", "forget", "1", "flash_attn", "--kb", kb_});
+  EXPECT_EQ(out.status.code, 2) << out.output;
+  EXPECT_NE(out.output.find("hone: error: forget wants KNOB=VALUE settings, got 'flash_attn'"), std::string::npos)
+      << out.output;
+}
+
 TEST_F(KbCliTest, DefaultPathIsInTheCacheAndSessionsShareIt) {
   // A session admits through the library into <cache>/kb.sqlite; the CLI sees it.
   {

@@ -532,6 +532,51 @@ Status RecipeStore::Demote(int64_t id, const std::string& reason, const std::str
   return CommitWrite(txn);
 }
 
+Result<std::vector<Failure>> RecipeStore::ForgetFailures(int64_t id, const Config& delta, const std::string& why) {
+  std::lock_guard lock(mu_);
+  HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
+  HONE_ASSIGN_OR_RETURN(Recipe r, LoadLocked(id));
+  // LoadLocked reads the failures in row order: the i-th failure is the i-th row.
+  HONE_ASSIGN_OR_RETURN(Statement ids, db_->Prepare("SELECT id FROM failures WHERE recipe_id = ?1 ORDER BY id"));
+  HONE_TRY(ids.BindAll(id));
+  std::vector<int64_t> rows;
+  while (true) {
+    HONE_ASSIGN_OR_RETURN(bool row, ids.Step());
+    if (!row) break;
+    rows.push_back(ids.Int(0));
+  }
+  HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
+  std::vector<Failure> dropped;
+  std::string detail;
+  for (size_t i = 0; i < r.failures.size() && i < rows.size(); ++i) {
+    const Failure& f = r.failures[i];
+    if (f.config_delta != delta) continue;
+    df.Reset();
+    HONE_TRY(df.BindAll(rows[i]));
+    HONE_TRY(df.Run());
+    if (!detail.empty()) detail += ", ";
+    detail += std::string(FailureKindName(f.kind)) + " " + f.config_delta.ToString() +
+              (f.detail.empty() ? "" : " (" + f.detail + ")");
+    dropped.push_back(f);
+  }
+  if (dropped.empty()) {
+    std::string held;
+    for (const Failure& f : r.failures) {
+      held += (held.empty() ? "" : ", ") + std::string(FailureKindName(f.kind)) + " " + f.config_delta.ToString();
+    }
+    return NotFound("recipe #" + std::to_string(id) + " has no failure about " + delta.ToString() +
+                    (held.empty() ? " (it has none)" : " (it has: " + held + ")"));
+  }
+  std::string now = Now();
+  HONE_ASSIGN_OR_RETURN(Statement u, db_->Prepare("UPDATE recipes SET updated_at = ?2 WHERE id = ?1"));
+  HONE_TRY(u.BindAll(id, now));
+  HONE_TRY(u.Run());
+  HONE_TRY(AddHistory(id, {"forgotten", "", "", now, r.objective.value, r.baseline.value, {},
+                           detail + (why.empty() ? "" : ": " + why)}));
+  HONE_TRY(CommitWrite(txn));
+  return dropped;
+}
+
 // ---- matching ----
 
 Result<std::vector<RecipeStore::Candidate>> RecipeStore::Candidates(const MatchQuery& query, bool include_demoted) {

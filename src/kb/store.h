@@ -116,6 +116,12 @@ class RecipeStore {
   Result<ReplayVerdict> RecordReplay(int64_t id, const ReplayOutcome& outcome);
   // Demotes a recipe explicitly (kept, never replayed again until re-admitted).
   Status Demote(int64_t id, const std::string& reason, const std::string& session_id);
+  // Drops the recipe's failures about exactly `delta` (every kind), e.g. a value recorded
+  // as regressed under a noise floor that later sessions no longer have, so later sessions
+  // may measure it again; the history keeps what was dropped and `why` ("forgotten").
+  // Returns the failures dropped; kNotFound (naming the recipe's failures) when none is
+  // about `delta`, or when the recipe is absent.
+  Result<std::vector<Failure>> ForgetFailures(int64_t id, const Config& delta, const std::string& why);
 
   // All recipes as JSON lines (kb/jsonl.h), by id.
   Result<std::string> ExportJsonl();

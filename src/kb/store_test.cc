@@ -177,6 +177,43 @@ TEST_F(StoreTest, TheStocksRecordKeepsFailuresAndIsNeverReplayed) {
   EXPECT_EQ(admitted.reason, "the winning config is empty (stock): nothing to replay");
 }
 
+// A user drops a stale failure (a value recorded as regressed under an old session's
+// noise): only the failures about exactly that delta go, the rest stay, later sessions'
+// priors no longer hold it, and the history says what was dropped and why.
+TEST_F(StoreTest, AForgottenFailureLeavesThePriorsAndStaysInTheHistory) {
+  Recipe r = TestRecipe();
+  r.failures.push_back({Config{{"flash_attn", "on"}}, FailureKind::kRegressed, "gain +0.31%", {"t-8"}});
+  r.failures.push_back({Config{{"flash_attn", "on"}, {"threads", "1"}}, FailureKind::kCrashed, "", {"t-9"}});
+  int64_t id = AdmitOrDie(r);
+  MatchQuery q{TestIdentity(), r.workload};
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorFailure> before, store_->Failures(q));
+  ASSERT_EQ(before.size(), 3u);
+
+  ASSERT_OK_AND_ASSIGN(std::vector<Failure> dropped,
+                       store_->ForgetFailures(id, Config{{"flash_attn", "on"}}, "measured under a 4.9% floor"));
+  ASSERT_EQ(dropped.size(), 1u);
+  EXPECT_EQ(dropped[0].kind, FailureKind::kRegressed);
+  ASSERT_OK_AND_ASSIGN(Recipe kept, store_->Get(id));
+  ASSERT_EQ(kept.failures.size(), 2u);
+  EXPECT_EQ(kept.failures[0].config_delta, (Config{{"cache_type_v", "q4_0"}}));
+  EXPECT_EQ(kept.failures[1].config_delta, (Config{{"flash_attn", "on"}, {"threads", "1"}}));
+  EXPECT_EQ(kept.history.back().event, "forgotten");
+  EXPECT_EQ(kept.history.back().detail, "regressed flash_attn=on (gain +0.31%): measured under a 4.9% floor");
+  ASSERT_OK_AND_ASSIGN(std::vector<PriorFailure> after, store_->Failures(q));
+  ASSERT_EQ(after.size(), 2u);
+  for (const PriorFailure& p : after) EXPECT_NE(p.failure.config_delta, (Config{{"flash_attn", "on"}}));
+
+  // Nothing about that delta any more: NotFound, naming what the recipe holds.
+  auto again = store_->ForgetFailures(id, Config{{"flash_attn", "on"}}, "");
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, ErrorCode::kNotFound);
+  EXPECT_NE(again.error().message.find("has no failure about flash_attn=on (it has: crashed cache_type_v=q4_0, "
+                                       "crashed flash_attn=on threads=1)"),
+            std::string::npos)
+      << again.error().message;
+  EXPECT_FALSE(store_->ForgetFailures(id + 100, Config{{"flash_attn", "on"}}, ""));
+}
+
 TEST_F(StoreTest, PriorsBelowTheirThresholdAreLeftOut) {
   Recipe trace = TestRecipe();
   trace.identity.hardware = "cpu-arm64-8c";  // 0.60 ...
