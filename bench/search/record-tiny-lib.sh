@@ -2,7 +2,8 @@
 # [OUT.json] [extra flags] -- AXES/STOCK FLAGS` records bench/search/surface-NAME.json (or
 # OUT) from bench/search/surface-NAME.spec.yaml ($SPEC overrides) with `hone search
 # record` ($HONE overrides the binary), every point once and half of them again
-# ($REPEAT_FRACTION overrides the half), at raised priority when run as root (nice -n
+# ($REPEATS passes over every point, default 1; $REPEAT_FRACTION overrides the half;
+# a run with more passes continues a recorded file), at raised priority when run as root (nice -n
 # $NICE, default -10). Runs from the repository root.
 record_surface() {
   local name=$1
@@ -22,5 +23,5 @@ record_surface() {
   local nice=()
   [ "$(id -u)" = 0 ] && nice=(nice -n "${NICE:--10}")
   "${nice[@]}" "$hone" search record --spec "${SPEC:-bench/search/surface-$name.spec.yaml}" --out "$out" \
-    "$@" --repeats 1 --repeat-fraction "${REPEAT_FRACTION:-0.5}" "${user[@]}"
+    "$@" --repeats "${REPEATS:-1}" --repeat-fraction "${REPEAT_FRACTION:-0.5}" "${user[@]}"
 }

@@ -8,6 +8,9 @@
 # (nice -n -10). About 5 minutes on 2 CPU cores with nothing else running.
 #   bench/search/record-tiny-prefill.sh [OUT.json] [extra hone search record flags]
 # A run continues an existing OUT (every trial is saved as it ends).
+# The committed file was then continued to four samples of every point (2026-12-07,
+# against the winner's curse of single noisy trials; docs/search.md):
+#   REPEATS=4 REPEAT_FRACTION=0 bench/search/record-tiny-prefill.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/search/record-tiny-lib.sh

@@ -295,6 +295,18 @@ Status RecipeStore::InsertChildren(int64_t id, const std::vector<Learning>& lear
   return Ok();
 }
 
+Result<std::vector<int64_t>> RecipeStore::FailureRowsLocked(int64_t id) {
+  HONE_ASSIGN_OR_RETURN(Statement ids, db_->Prepare("SELECT id FROM failures WHERE recipe_id = ?1 ORDER BY id"));
+  HONE_TRY(ids.BindAll(id));
+  std::vector<int64_t> rows;
+  while (true) {
+    HONE_ASSIGN_OR_RETURN(bool row, ids.Step());
+    if (!row) break;
+    rows.push_back(ids.Int(0));
+  }
+  return rows;
+}
+
 Status RecipeStore::AddHistory(int64_t id, const HistoryEvent& e) {
   HONE_ASSIGN_OR_RETURN(Statement s,
                         db_->Prepare("INSERT INTO recipe_history (recipe_id, event, session_id, hone_version, date, "
@@ -358,14 +370,7 @@ Result<Admission> RecipeStore::UpdateLocked(int64_t id, const Recipe& r, const s
     HONE_TRY(dl.BindAll(id, l.knob, l.value));
     HONE_TRY(dl.Run());
   }
-  HONE_ASSIGN_OR_RETURN(Statement ids, db_->Prepare("SELECT id FROM failures WHERE recipe_id = ?1 ORDER BY id"));
-  HONE_TRY(ids.BindAll(id));
-  std::vector<int64_t> failure_ids;
-  while (true) {
-    HONE_ASSIGN_OR_RETURN(bool row, ids.Step());
-    if (!row) break;
-    failure_ids.push_back(ids.Int(0));
-  }
+  HONE_ASSIGN_OR_RETURN(std::vector<int64_t> failure_ids, FailureRowsLocked(id));
   HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
   for (size_t i = 0; i < old.failures.size() && i < failure_ids.size(); ++i) {
     for (const Failure& f : r.failures) {
@@ -536,15 +541,7 @@ Result<std::vector<Failure>> RecipeStore::ForgetFailures(int64_t id, const Confi
   std::lock_guard lock(mu_);
   HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
   HONE_ASSIGN_OR_RETURN(Recipe r, LoadLocked(id));
-  // LoadLocked reads the failures in row order: the i-th failure is the i-th row.
-  HONE_ASSIGN_OR_RETURN(Statement ids, db_->Prepare("SELECT id FROM failures WHERE recipe_id = ?1 ORDER BY id"));
-  HONE_TRY(ids.BindAll(id));
-  std::vector<int64_t> rows;
-  while (true) {
-    HONE_ASSIGN_OR_RETURN(bool row, ids.Step());
-    if (!row) break;
-    rows.push_back(ids.Int(0));
-  }
+  HONE_ASSIGN_OR_RETURN(std::vector<int64_t> rows, FailureRowsLocked(id));
   HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
   std::vector<Failure> dropped;
   std::string detail;

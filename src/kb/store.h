@@ -142,6 +142,8 @@ class RecipeStore {
   Status CommitWrite(Transaction& txn);
   Result<std::vector<Candidate>> Candidates(const MatchQuery& query, bool include_demoted);
   Result<Recipe> LoadLocked(int64_t id);
+  // The row ids of the recipe's failures, in the order LoadLocked reads them.
+  Result<std::vector<int64_t>> FailureRowsLocked(int64_t id);
   Result<std::optional<int64_t>> FindByKey(const std::string& key);
   Result<int64_t> InsertLocked(const Recipe& r, const std::string& now);
   Status InsertChildren(int64_t id, const std::vector<Learning>& learnings, const std::vector<Failure>& failures);
