@@ -228,6 +228,8 @@ std::string Exercise(RecipeStore& store) {
   auto v = store.RecordReplay(ia->recipe_id, o);
   log += v ? v->reason + "\n" : v.error().ToString();
   (void)store.Demote(ib->recipe_id, "manual", "s-5");
+  auto forgot = store.ForgetFailures(ib->recipe_id, Config{{"cache_type_v", "q4_0"}}, "stale");
+  log += forgot ? "forgot " + std::to_string(forgot->size()) + "\n" : forgot.error().ToString();
   MatchQuery q{a.identity, a.workload};
   q.identity.precision = "q4_0";
   auto m = store.Match(q);
@@ -253,6 +255,7 @@ TEST_F(PostgresTest, TheStoreBehavesExactlyAsOnSqlite) {
   EXPECT_EQ(on_pg, on_sqlite);
   EXPECT_TRUE(Contains(on_pg, "updated recipe #1")) << on_pg;
   EXPECT_TRUE(Contains(on_pg, "\"status\":\"demoted\"")) << on_pg;
+  EXPECT_TRUE(Contains(on_pg, "forgot 1\n")) << on_pg;
 }
 
 TEST_F(PostgresTest, ProcessesWritingAndMatchingAtOnceLoseNothingAndDuplicateNothing) {
