@@ -261,6 +261,37 @@ TEST_F(ChaosTest, ALockedKnowledgeBaseKeepsTheStocksRecordBesideTheRun) {
   EXPECT_NE(shown.output.find("never replayed"), std::string::npos) << shown.output;
 }
 
+// A best the close could not confirm (INCONCLUSIVE: the rules refuse it) with a knowledge
+// base that is not there: no recipe is kept beside the run, but what the session learned
+// (a value that did not launch) is, as the stock's record, importable later.
+TEST_F(ChaosTest, AnUnavailableKnowledgeBaseKeepsTheStocksRecordOfARefusedBest) {
+  const std::string junk = Path("junk.sqlite").string();
+  ASSERT_OK(sys::WriteFileAtomic(junk, std::string(3000, 'j')));
+  // Deterministic measurements (seed 2): threads=1 is kept in the search at +12%, its
+  // three pairs at the close at 4% noise do not prove it; poll=0 never launches.
+  ASSERT_OK(sys::WriteFileAtomic(Path("measurements.json"), R"({"base": 100, "noise": 0.04, "seed": 2,
+    "trial_ms": 50, "factors": {"threads=1": 1.12}, "launch_failures": {"poll=0": "context_create"}})"));
+  ASSERT_OK(sys::WriteFileAtomic(
+      Path("refused.yaml"), ScriptedSpec("refused", "wall: 30m, max_cycles: 1, max_trials: 60", "knobs: [threads, poll]", junk)));
+  const fs::path run_dir = Path("refused");
+  auto run = RunHone({"run", Path("refused.yaml").string(), "--out", run_dir.string()},
+                     {{"HONE_TEST_EXECUTOR", Path("measurements.json").string()}});
+  ASSERT_EQ(run.status.code, 0) << run.output;
+  const json state = ReadJson(run_dir / "state.json");
+  ASSERT_EQ(state.value("validation_verdict", ""), "INCONCLUSIVE") << state.dump().substr(0, 600);
+  const std::string kb_result = state.value("kb_result", "");
+  EXPECT_TRUE(kb_result.starts_with("not admitted: verdict is not KEEP (the knowledge base was unavailable anyway: "))
+      << kb_result;
+  EXPECT_NE(kb_result.find("; what it learned is kept in " + (run_dir / "kb-pending.jsonl").string()), std::string::npos)
+      << kb_result;
+  const std::string kb_path = Path("kb.sqlite").string();
+  auto imported = RunHone({"kb", "import", (run_dir / "kb-pending.jsonl").string(), "--kb", kb_path}, {}, 60s);
+  EXPECT_EQ(imported.status.code, 0) << imported.output;
+  auto shown = RunHone({"kb", "show", "1", "--kb", kb_path}, {}, 60s);
+  EXPECT_NE(shown.output.find("crashed  poll=0 (context_create"), std::string::npos) << shown.output;
+  EXPECT_NE(shown.output.find("never replayed"), std::string::npos) << shown.output;
+}
+
 // A session interrupted (Ctrl-C) after a KEEP closes without re-validating its best, so
 // it admits no recipe; what it learned on the way (a value that did not launch) is kept
 // all the same, as the stock's record, and the next session holds it against the value.

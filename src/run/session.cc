@@ -64,7 +64,16 @@ class ReportCloser final : public session::Closer {
     }
     Result<kb::Admission> a = w_.kb ? w_.kb->Admit(*req) : Result<kb::Admission>(Fail(Unavailable()));
     if (!a) {
-      s.kb_result = KeepPending(s, *req, a.error().message);
+      // The rules would refuse the recipe anyway: what the session learned is the
+      // stock's record, beside the run (the knowledge base is not asked again).
+      std::string refused = w_.kb_rules ? kb::AdmissionRejection(*req, w_.kb_rules->admission) : "";
+      if (refused.empty()) {
+        s.kb_result = KeepPending(s, *req, a.error().message);
+      } else {
+        s.kb_result = "not admitted: " + refused + " (the knowledge base was unavailable anyway: " +
+                      a.error().message + ")";
+        KeepStockRecord(s, provenance, s.kb_result, &a.error());
+      }
     } else if (a->admitted) {
       s.kb_result = a->reason + " in " + w_.kb->path();  // "new recipe #3", "updated recipe #1 (re-activated)"
     } else {
@@ -77,10 +86,14 @@ class ReportCloser final : public session::Closer {
   // build or was refused): what the search learned on the way is kept all the same, as
   // the stock's record; beside the run when the knowledge base cannot take it.
   // `why` is taken by value: the caller may pass s.kb_result, which this appends to.
-  void KeepStockRecord(session::SessionState& s, const kb::Provenance& provenance, std::string why) {
+  // `down`: the knowledge base already failed this close with that error (not asked again).
+  void KeepStockRecord(session::SessionState& s, const kb::Provenance& provenance, std::string why,
+                       const Error* down = nullptr) {
     auto record = StockRecordFor(s, w_.spec, w_.kb_query, provenance);
     if (!record) return;
-    auto kept = w_.kb ? w_.kb->KeepStockRecord(*record, why) : Result<kb::Admission>(Fail(Unavailable()));
+    auto kept = down     ? Result<kb::Admission>(Fail(*down))
+                : w_.kb ? w_.kb->KeepStockRecord(*record, why)
+                        : Result<kb::Admission>(Fail(Unavailable()));
     if (kept) {
       s.kb_result += "; what it learned is kept: " + kept->reason + " in " + w_.kb->path();
       return;
@@ -93,13 +106,9 @@ class ReportCloser final : public session::Closer {
   }
 
   // The knowledge base could not take the recipe (locked by another process, a full
-  // disk, ...): an admissible recipe is kept beside the run, never dropped.
+  // disk, ...): an admissible recipe is kept beside the run, never dropped (one the
+  // rules refuse goes the stock's record's way: Admit).
   std::string KeepPending(const session::SessionState& s, const kb::AdmissionRequest& req, const std::string& error) {
-    if (w_.kb_rules) {
-      if (std::string why = kb::AdmissionRejection(req, w_.kb_rules->admission); !why.empty()) {
-        return "not admitted: " + why + " (the knowledge base was unavailable anyway: " + error + ")";
-      }
-    }
     auto pending = KeepBesideRun(s, req.recipe, error, "the recipe");
     if (!pending) {
       return "knowledge base write failed (" + error + ") and the recipe could not be kept: " + pending.error().message;
