@@ -41,7 +41,10 @@ if [ ! -d "$cache/llama-src/.git" ]; then
   tar -C "$cache" -xJf "$root/.device/llama-src.tar.xz"
   git -C "$cache/llama-src" init -q
   git -C "$cache/llama-src" add -A
-  git -C "$cache/llama-src" -c user.name=hone -c user.email=hone@localhost commit -qm \
+  # A fixed author, date and message: the same pruned source is the same commit in every
+  # session, so the engine version a surface or recipe records does not change with the day.
+  GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
+    git -C "$cache/llama-src" -c user.name=hone -c user.email=hone@localhost commit -qm \
     "llama.cpp $(cat "$cache/llama-src/HONE_PINNED_COMMIT"), pruned by scripts/gpu/pack.sh"
 fi
 log "provisioning llama.cpp (CUDA)"

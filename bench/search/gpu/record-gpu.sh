@@ -64,7 +64,10 @@ if [ ! -d "$cache/llama-src/.git" ]; then
   tar -C "$cache" -xJf "$root/.device/llama-src.tar.xz"
   git -C "$cache/llama-src" init -q
   git -C "$cache/llama-src" add -A
-  git -C "$cache/llama-src" -c user.name=hone -c user.email=hone@localhost commit -qm "llama.cpp (pruned by scripts/gpu/pack.sh)"
+  # As scripts/gpu-session.sh commits it: the same source is the same commit every session.
+  GIT_AUTHOR_DATE=2026-01-01T00:00:00Z GIT_COMMITTER_DATE=2026-01-01T00:00:00Z \
+    git -C "$cache/llama-src" -c user.name=hone -c user.email=hone@localhost commit -qm \
+    "llama.cpp $(cat "$cache/llama-src/HONE_PINNED_COMMIT"), pruned by scripts/gpu/pack.sh"
 fi
 "$hone" provision llama.cpp --cuda --source "$cache/llama-src" -j "$(nproc)" 2>&1 | grep -v '^\s*$' | tail -n 4
 # The model once, before the recorders start (they would race to synthesize it).
