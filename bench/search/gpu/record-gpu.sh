@@ -6,7 +6,7 @@
 # not yet) in a third (bench/search/gpu/README.md); c16h100 is the one-GPU point for a
 # session whose device is an H100 (a surface is recorded on one kind of card only; it was
 # recorded over two sessions of 2026-12-06 and grown from 64 to 128 points in a third, to 256
-# in a fourth and fifth, 2026-12-07: complete);
+# in a fourth and fifth, 2026-12-07, and to 320 (parallel=2) from a sixth);
 # c64 and c4 need a machine of several GPUs, not lent so far.
 #
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
@@ -97,9 +97,10 @@ case $op in
     repeats=(--repeats 1 --repeat-fraction 0.25) ;;
   c16h100)  # one H100: 64 points over two sessions (parallel{4,16}), grown to 128 in a third
     # (parallel{4,8,16,32}: the recorded points are kept, `hone search record` measures the
-    # new ones) and to 256 from the fourth (kv_unified{off,on}: off is what an explicit --parallel
-    # gives, on is the server's own default with auto slots); once each and a quarter twice
-    axes=(--axis parallel=4,8,16,32 --axis ubatch_size=512,2048 --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0
+    # new ones), to 256 from the fourth (kv_unified{off,on}: off is what an explicit --parallel
+    # gives, on is the server's own default with auto slots) and to 320 in the sixth
+    # (parallel=2: fewer slots than requests in flight, which queue); once each and a quarter twice
+    axes=(--axis parallel=2,4,8,16,32 --axis ubatch_size=512,2048 --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0
           --axis ggml_cuda_graph_opt=0,1 --axis backend_sampling=off,on --axis kv_unified=off,on
           --stock parallel=4 --stock ubatch_size=512 --stock cache_type_k=f16 --stock weights=f16
           --stock ggml_cuda_graph_opt=0 --stock backend_sampling=off --stock kv_unified=off)
