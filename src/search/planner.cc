@@ -47,6 +47,7 @@ Planner::Planner(const target::KnobCatalog& catalog, Heuristics heuristics, Plan
   if (options_.framework.empty()) options_.framework = catalog_.framework();
   fw_ = heuristics_.Framework(options_.framework);
   if (options_.protocol) cost_.emplace(*options_.protocol);
+  if (options_.rank_explore) explorer_.SetRanker([this](const Config& full) { return RankConfig(full); });
 }
 
 double Planner::PriorScale(const target::Knob* knob) const {
@@ -398,6 +399,19 @@ bool Planner::FloorBlocksSingleMoves() const {
   GpPrediction p = Posterior(top->knob, top->value, top->prior_mean);
   const double best = IncumbentEffect(top->knob);
   return Kept(p.mean - best, p.sd) < 0.5 * ExpectedImprovement(p.mean, p.sd, best);
+}
+
+double Planner::RankConfig(const Config& full) const {
+  double mean = 0, var = 0, mult = 1;
+  for (const auto& [k, v] : full.values()) {
+    auto it = beliefs_.find(k);
+    if (it == beliefs_.end() || it->second.current == v) continue;
+    GpPrediction p = Posterior(k, v, 0.0);
+    mean += p.mean - IncumbentEffect(k);
+    var += p.sd * p.sd;
+    mult *= std::pow(0.5, it->second.crashes) * std::pow(0.5, it->second.accuracy_failures);
+  }
+  return Kept(mean, std::sqrt(var)) * mult;
 }
 
 void Planner::AttributeEffect(const Config& resolved, double log_gain) {

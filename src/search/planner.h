@@ -86,6 +86,10 @@ struct PlannerOptions {
   uint64_t seed = 0;
   // Explore with TPE once the tree has nothing worth measuring (instead of stopping).
   bool explore = true;
+  // Which of TPE's draws an exploring move measures: the one the planner's own beliefs
+  // expect to prove the most (the additive model over the knobs' effects, as a
+  // combination is scored), instead of TPE's l(x)/g(x) pick (TpeProposer::SetRanker).
+  bool rank_explore = true;
   // Launch conflicts known before the session (the knowledge base's, kb::FailureKind
   // kConflict): held like the ones a session learns (a configuration holding one is
   // never proposed), and each value's idea gets a two-knob try with every other value
@@ -97,6 +101,9 @@ struct PlannerOptions {
 class Planner final : public Proposer {
  public:
   Planner(const target::KnobCatalog& catalog, Heuristics heuristics, PlannerOptions options);
+  // The explorer ranks its draws through this planner (rank_explore): not copyable.
+  Planner(const Planner&) = delete;
+  Planner& operator=(const Planner&) = delete;
   std::optional<Candidate> Next(const ProposalContext& ctx) override;
   void Observe(const Observation& obs) override;
   std::string Save() const override;
@@ -153,6 +160,11 @@ class Planner final : public Proposer {
   // against it did worse on every surface tried, docs/search.md.)
   // `looks`: the comparisons its verdict will see (a pooled re-test's earlier ones too).
   double Kept(double mean, double sd, int looks = 1) const;
+  // What the beliefs expect a full configuration to prove over the incumbent: the
+  // members that differ from it summed (means and variances, as AttributeEffect splits
+  // a measured gain), scored like an idea (Kept), halved per crash or accuracy failure
+  // of a member's knob. Ranks the explorer's draws.
+  double RankConfig(const Config& full) const;
   // The INCONCLUSIVE looks a re-test continues (protocol pool_retests): its chain of
   // earlier looks at the same value since the incumbent last moved; 0 otherwise.
   int PooledLooks(const IdeaNode& n) const;

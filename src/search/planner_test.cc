@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "core/strings.h"
 #include "sys/files.h"
@@ -894,6 +895,61 @@ TEST_F(PlannerTest, AHighNoiseFloorMakesTheNextMoveAMultiKnobExploration) {
   auto next = high->Next(ctx_);
   ASSERT_TRUE(next);
   EXPECT_NE(next->idea, e->idea);
+}
+
+// The explorer's draws are ranked by the planner's beliefs (rank_explore): on an
+// additive surface whose one large win (threads=16, +49%) was kept, TPE's l(x)/g(x)
+// alone keeps drawing configurations that undo it (the planner's measurements crowd
+// around its incumbent, so g(x) is mostly threads=16 and any other value looks rare
+// and good); ranked, the exploring moves hold the win and spend their trials on the
+// knobs still open.
+TEST_F(PlannerTest, ExploringDrawsKeepWhatTheBeliefsKnowToWin) {
+  const std::map<std::string, std::map<std::string, double>> effect = {
+      {"threads", {{"2", -0.6}, {"4", -0.25}, {"16", 0.4}, {"32", 0.05}}},
+      {"ubatch", {{"64", -0.08}, {"128", -0.03}, {"256", 0.02}, {"1024", 0.03}}},
+      {"fa", {{"off", -0.06}}},
+      {"kv", {{"q8_0", 0.04}, {"q4_0", -0.12}}},
+      {"spec", {{"ngram", 0.03}}}};
+  auto level = [&](const Config& c) {
+    double sum = 0;
+    for (const auto& [knob, values] : effect) {
+      if (auto it = values.find(c.GetOr(knob, "")); it != values.end()) sum += it->second;
+    }
+    return sum;
+  };
+  auto run = [&](bool rank) {
+    PlannerOptions o{.domain = {.exclude = {"slots"}}, .protocol = MeasurementProtocol{}, .seed = 11};
+    o.rank_explore = rank;
+    auto p = Make(o);
+    ProposalContext ctx = ctx_;
+    ctx.noise_floor = 0.15;  // a move under +15% is never kept: the planner explores
+    int explored = 0, undone = 0;
+    for (int i = 0; i < 30; ++i) {
+      auto c = p->Next(ctx);
+      if (!c) break;
+      Config full = ctx.best.Merged(c->delta);
+      ctx.tried.insert(full.Hash());
+      const double gain = std::expm1(level(full) - level(ctx.best));
+      const bool kept = ctx.best.GetOr("threads", "") == "16";
+      if (c->idea.starts_with("tpe:") && kept) {
+        ++explored;
+        if (full.GetOr("threads", "") != "16") ++undone;
+      }
+      Verdict v = gain > 0.15 ? Verdict::kKeep : gain < -0.15 ? Verdict::kScreenedOut : Verdict::kInconclusive;
+      if (v == Verdict::kKeep) ctx.best = full;
+      p->Observe({*c, full, v, gain, ""});
+    }
+    EXPECT_EQ(ctx.best.GetOr("threads", ""), "16") << "the large win is kept either way";
+    return std::make_pair(explored, undone);
+  };
+  auto [ranked_explored, ranked_undone] = run(true);
+  auto [plain_explored, plain_undone] = run(false);
+  ASSERT_GT(ranked_explored, 5);
+  ASSERT_GT(plain_explored, 5);
+  EXPECT_GT(plain_undone, 0) << "l(x)/g(x) alone draws away from the kept win";
+  EXPECT_LT(ranked_undone * plain_explored, plain_undone * ranked_explored)
+      << "ranked: " << ranked_undone << " of " << ranked_explored << " exploring moves undo it; plain: "
+      << plain_undone << " of " << plain_explored;
 }
 
 // When the tree has nothing left worth a trial the planner explores instead of

@@ -96,7 +96,7 @@ std::optional<Config> TpeProposer::Draw(const ProposalContext& ctx, bool model) 
     auto l = Density(below);
     auto g = Density(above);
     std::optional<Config> best;
-    double best_score = -INFINITY;
+    double best_score = -INFINITY, best_rank = -INFINITY;
     for (int c = 0; c < tpe_.candidates; ++c) {
       std::vector<int> index(options_.knobs.size());
       double score = 0;
@@ -106,7 +106,11 @@ std::optional<Config> TpeProposer::Draw(const ProposalContext& ctx, bool model) 
         score += std::log(l[k][i]) - std::log(g[k][i]);
       }
       Config full = ToConfig(index, ctx.best);
-      if (score > best_score && fresh(full)) {
+      if (!fresh(full)) continue;
+      // The ranker decides; l(x)/g(x) breaks its ties (draws it values alike, e.g. 0).
+      const double rank = ranker_ ? ranker_(full) : 0;
+      if (rank > best_rank || (rank == best_rank && score > best_score)) {
+        best_rank = rank;
         best_score = score;
         best = std::move(full);
       }
@@ -179,8 +183,9 @@ std::optional<Candidate> TpeProposer::Next(const ProposalContext& ctx) {
   c.idea = "tpe:" + full->ToString();
   c.title = std::string(model ? "TPE" : "TPE start-up (random)") + " configuration #" + std::to_string(proposed_.size());
   c.delta = DeltaTo(*full, ctx.best);
-  c.rationale = model ? "largest l(x)/g(x) of 24 draws from the good observations' density"
-                      : "uniform random draw (TPE start-up)";
+  c.rationale = !model   ? "uniform random draw (TPE start-up)"
+                : ranker_ ? "the best-ranked of 24 draws from the good observations' density"
+                          : "largest l(x)/g(x) of 24 draws from the good observations' density";
   return c;
 }
 

@@ -20,6 +20,7 @@
 // random search's. Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -57,6 +58,16 @@ class TpeProposer final : public Proposer {
   void Record(const Config& full, const Observation& obs);
   // The number of observations that count as good among n (gamma(n)).
   int GoodCount(int n) const;
+  // Another model's value of a full configuration (higher is better). When set, the
+  // model's proposal is the draw from l(x) this ranks highest instead of the one with
+  // the largest l(x)/g(x): TPE says where to look, the ranker which of its draws to
+  // measure. hone's planner ranks its exploring draws by what its own beliefs expect
+  // them to prove: the planner's measurements crowd around its incumbent, so g(x) holds
+  // mostly the incumbent's values and l(x)/g(x) favours values the planner moved away
+  // from on purpose (a kept win undone). The draws themselves, and so the random
+  // stream, are the same either way.
+  using Ranker = std::function<double(const Config& full)>;
+  void SetRanker(Ranker ranker) { ranker_ = std::move(ranker); }
 
  private:
   struct Point {
@@ -88,6 +99,7 @@ class TpeProposer final : public Proposer {
   double incumbent_level_ = 0;
   int keeps_ = 0;
   int modelled_ = 0;  // proposals that came from the model (not the random start-up)
+  Ranker ranker_;
 };
 
 }  // namespace hone::search
