@@ -401,39 +401,32 @@ bool Planner::FloorBlocksSingleMoves() const {
   return Kept(p.mean - best, p.sd) < 0.5 * ExpectedImprovement(p.mean, p.sd, best);
 }
 
-double Planner::RankConfig(const Config& full) const {
-  double mean = 0, var = 0, mult = 1;
+Planner::DeltaBelief Planner::BeliefOf(const Config& full) const {
+  DeltaBelief b;
   for (const auto& [k, v] : full.values()) {
-    auto it = beliefs_.find(k);
-    if (it == beliefs_.end() || it->second.current == v) continue;
-    GpPrediction p = Posterior(k, v, 0.0);
-    mean += p.mean - IncumbentEffect(k);
-    var += p.sd * p.sd;
-    mult *= std::pow(0.5, it->second.crashes) * std::pow(0.5, it->second.accuracy_failures);
-  }
-  return Kept(mean, std::sqrt(var)) * mult;
-}
-
-void Planner::AttributeEffect(const Config& resolved, double log_gain) {
-  struct Member {
-    std::string knob, value;
-    double mean, var, base;
-  };
-  std::vector<Member> members;
-  double mean = 0, var = 0;
-  for (const auto& [k, v] : resolved.values()) {
     auto it = beliefs_.find(k);
     if (it == beliefs_.end() || it->second.current == v) continue;
     const double base = IncumbentEffect(k);
     GpPrediction p = Posterior(k, v, 0.0);
-    members.push_back({k, v, p.mean - base, p.sd * p.sd, base});
-    mean += p.mean - base;
-    var += p.sd * p.sd;
+    b.members.push_back({k, v, p.mean - base, p.sd * p.sd, base});
+    b.mean += p.mean - base;
+    b.var += p.sd * p.sd;
+    b.penalty *= std::pow(0.5, it->second.crashes) * std::pow(0.5, it->second.accuracy_failures);
   }
-  const double total = var + ctx_.noise * ctx_.noise;
-  if (members.empty() || total <= 0) return;
-  for (const Member& m : members) {
-    RecordEffect(m.knob, m.value, m.base + m.mean + m.var / total * (log_gain - mean));
+  return b;
+}
+
+double Planner::RankConfig(const Config& full) const {
+  const DeltaBelief b = BeliefOf(full);
+  return Kept(b.mean, std::sqrt(b.var)) * b.penalty;
+}
+
+void Planner::AttributeEffect(const Config& resolved, double log_gain) {
+  const DeltaBelief b = BeliefOf(resolved);
+  const double total = b.var + ctx_.noise * ctx_.noise;
+  if (b.members.empty() || total <= 0) return;
+  for (const DeltaBelief::Member& m : b.members) {
+    RecordEffect(m.knob, m.value, m.base + m.mean + m.var / total * (log_gain - b.mean));
   }
 }
 

@@ -160,10 +160,20 @@ class Planner final : public Proposer {
   // against it did worse on every surface tried, docs/search.md.)
   // `looks`: the comparisons its verdict will see (a pooled re-test's earlier ones too).
   double Kept(double mean, double sd, int looks = 1) const;
-  // What the beliefs expect a full configuration to prove over the incumbent: the
-  // members that differ from it summed (means and variances, as AttributeEffect splits
-  // a measured gain), scored like an idea (Kept), halved per crash or accuracy failure
-  // of a member's knob. Ranks the explorer's draws.
+  // The beliefs about a configuration's members that differ from the incumbent: each
+  // member's effect over the incumbent's value (mean, variance) and their sums (the
+  // additive model), and 0.5 per crash or accuracy failure of a member's knob.
+  struct DeltaBelief {
+    struct Member {
+      std::string knob, value;
+      double mean, var, base;  // base: the incumbent value's effect
+    };
+    std::vector<Member> members;
+    double mean = 0, var = 0, penalty = 1;
+  };
+  DeltaBelief BeliefOf(const Config& full) const;
+  // What the beliefs expect a full configuration to prove over the incumbent: BeliefOf's
+  // sums scored like an idea (Kept), times its penalty. Ranks the explorer's draws.
   double RankConfig(const Config& full) const;
   // The INCONCLUSIVE looks a re-test continues (protocol pool_retests): its chain of
   // earlier looks at the same value since the incumbent last moved; 0 otherwise.
