@@ -7,11 +7,15 @@
 # session whose device is an H100 (a surface is recorded on one kind of card only; it was
 # recorded over two sessions of 2026-12-06 and grown from 64 to 128 points in a third, to 256
 # in a fourth and fifth, 2026-12-07, and to 320 (parallel=2) from a sixth);
+# c32 grows to 128 points (parallel{8,16}) from a seventh session, when the card is an H200;
+# c64h100 (started then) is the second H100 operating point, c16h100's grid at 64 in flight;
 # c64 and c4 need a machine of several GPUs, not lent so far.
 #
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
 # There (device tool, carry [".device"], kind nvidia-h200-x8, timeout 600):
-#   bench/search/gpu/record-gpu.sh c64|c4|c32 [SLICE_S]
+#   bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S]
+# Several operating points are recorded in turn within the slice: one whose recording
+# completes (its last repeat taken) leaves the rest of the slice to the next.
 # Each call provisions llama.cpp with CUDA and synthesizes the 8B model when the machine
 # is fresh (4-5 min + 45 s), then records for the rest of the slice (default 540 s) on
 # every GPU at once, stopping the recorders with SIGKILL at the end (a recording
@@ -34,13 +38,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
-op=${1:?usage: bench/search/gpu/record-gpu.sh c64|c4|c32|c4x1|c16h100 [SLICE_S] [recheck]}
+ops=${1:?usage: bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S] [recheck]  (OP: c64|c4|c32|c4x1|c16h100|c64h100)}
 slice=${2:-540}
 recheck=()  # "recheck": drop the recorded accuracy results and check every class again
 [ "${3:-}" = recheck ] && recheck=(--recheck-accuracy)
-name=surface-gpu-8b-$op
-spec=bench/search/gpu/$name.spec.yaml
-[ -f "$spec" ] || { echo "no $spec" >&2; exit 2; }
+IFS=, read -ra oplist <<< "$ops"
+for op in "${oplist[@]}"; do
+  [ -f "bench/search/gpu/surface-gpu-8b-$op.spec.yaml" ] || { echo "no bench/search/gpu/surface-gpu-8b-$op.spec.yaml" >&2; exit 2; }
+done
 start=$(date +%s)
 cache=$root/.device-cache
 out=${OUT:-$cache/out}
@@ -73,6 +78,11 @@ fi
 # The model once, before the recorders start (they would race to synthesize it).
 "$hone" model synth --preset llama-3.1-8b --seed 42 | tail -n 1
 
+# Each operating point in turn, while the slice lasts (one whose recording completes
+# leaves the rest of the slice to the next).
+for op in "${oplist[@]}"; do
+name=surface-gpu-8b-$op
+spec=bench/search/gpu/$name.spec.yaml
 # 2. Shards: continue from what came back from earlier calls.
 for ((k = 0; k < gpus; k++)); do
   f=$name.shard-$k-of-$gpus.json
@@ -83,8 +93,9 @@ for ((k = 0; k < gpus; k++)); do
   done
 done
 case $op in
-  c32)  # one GPU, one session: 64 points, 6 knobs, once each and a quarter of them twice
-    axes=(--axis parallel=4,32 --axis ubatch_size=512,2048 --axis flash_attn=auto,off --axis cache_type_k=f16,q8_0
+  c32)  # one H200: 64 points, 6 knobs, once each and a quarter of them twice (two sessions of
+    # 2026-12-05), grown to 128 from a seventh GPU session (parallel{8,16} between the two)
+    axes=(--axis parallel=4,8,16,32 --axis ubatch_size=512,2048 --axis flash_attn=auto,off --axis cache_type_k=f16,q8_0
           --axis weights=f16,q8_0 --axis ggml_cuda_graph_opt=0,1
           --stock parallel=4 --stock ubatch_size=512 --stock flash_attn=auto --stock cache_type_k=f16
           --stock weights=f16 --stock ggml_cuda_graph_opt=0)
@@ -101,6 +112,13 @@ case $op in
     # gives, on is the server's own default with auto slots) and to 320 in the sixth
     # (parallel=2: fewer slots than requests in flight, which queue); once each and a quarter twice
     axes=(--axis parallel=2,4,8,16,32 --axis ubatch_size=512,2048 --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0
+          --axis ggml_cuda_graph_opt=0,1 --axis backend_sampling=off,on --axis kv_unified=off,on
+          --stock parallel=4 --stock ubatch_size=512 --stock cache_type_k=f16 --stock weights=f16
+          --stock ggml_cuda_graph_opt=0 --stock backend_sampling=off --stock kv_unified=off)
+    repeats=(--repeats 1 --repeat-fraction 0.25) ;;
+  c64h100)  # one H100, 64 requests in flight: c16h100's 320-point grid with slots up to 64
+    # (started in a seventh GPU session); once each and a quarter twice
+    axes=(--axis parallel=4,8,16,32,64 --axis ubatch_size=512,2048 --axis cache_type_k=f16,q8_0 --axis weights=f16,q8_0
           --axis ggml_cuda_graph_opt=0,1 --axis backend_sampling=off,on --axis kv_unified=off,on
           --stock parallel=4 --stock ubatch_size=512 --stock cache_type_k=f16 --stock weights=f16
           --stock ggml_cuda_graph_opt=0 --stock backend_sampling=off --stock kv_unified=off)
@@ -141,4 +159,5 @@ if [ "$done_all" = 1 ]; then
   log "complete: $out/$name.json"
 fi
 ls -la "$out" "$out/surfaces"
+done
 log "done"
