@@ -135,6 +135,15 @@ TEST_F(KbCliTest, ForgetDropsAStaleFailureFromThePriors) {
             std::string::npos)
       << out.output;
 
+  // The file from before the forget, imported again (a teammate's export, a backup):
+  // the forgotten failure does not come back.
+  out = Hone({"kb", "import", Path("one.jsonl"), "--kb", kb_});
+  ASSERT_EQ(out.status.code, 0) << out.output;
+  EXPECT_NE(out.output.find("0 added, 0 merged, 1 unchanged"), std::string::npos) << out.output;
+  out = Hone(match);
+  EXPECT_NE(out.output.find("1 failure(s)"), std::string::npos) << out.output;
+  EXPECT_EQ(out.output.find("flash_attn=off"), std::string::npos) << out.output;
+
   out = Hone({"kb", "forget", "1", "flash_attn=off", "--kb", kb_});
   EXPECT_EQ(out.status.code, 1) << out.output;
   EXPECT_NE(out.output.find("hone: error: recipe #1 has no failure about flash_attn=off (it has: crashed "

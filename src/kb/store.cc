@@ -53,6 +53,22 @@ bool SameHistory(const HistoryEvent& a, const HistoryEvent& b) {
   return a.event == b.event && a.date == b.date && a.session_id == b.session_id && a.trial_ids == b.trial_ids;
 }
 
+// How a "forgotten" history event names the failure it dropped: its kind and delta,
+// then the classifier's detail in parentheses and the user's reason.
+std::string ForgottenSubject(const Failure& f) {
+  return std::string(FailureKindName(f.kind)) + " " + f.config_delta.ToString();
+}
+
+// Whether `e` records that `f` itself was forgotten: the same kind and delta, and the
+// same trials (qualified by their session, so a later session's failure of the same
+// value is new evidence, never this one). A failure without trial ids matches nothing.
+bool Forgets(const HistoryEvent& e, const Failure& f) {
+  if (e.event != "forgotten" || f.trial_ids.empty() || e.trial_ids != f.trial_ids) return false;
+  const std::string subject = ForgottenSubject(f);
+  return e.detail.compare(0, subject.size(), subject) == 0 &&
+         (e.detail.size() == subject.size() || e.detail[subject.size()] == ' ' || e.detail[subject.size()] == ':');
+}
+
 std::string Num(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
@@ -544,16 +560,12 @@ Result<std::vector<Failure>> RecipeStore::ForgetFailures(int64_t id, const Confi
   HONE_ASSIGN_OR_RETURN(std::vector<int64_t> rows, FailureRowsLocked(id));
   HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
   std::vector<Failure> dropped;
-  std::string detail;
   for (size_t i = 0; i < r.failures.size() && i < rows.size(); ++i) {
     const Failure& f = r.failures[i];
     if (f.config_delta != delta) continue;
     df.Reset();
     HONE_TRY(df.BindAll(rows[i]));
     HONE_TRY(df.Run());
-    if (!detail.empty()) detail += ", ";
-    detail += std::string(FailureKindName(f.kind)) + " " + f.config_delta.ToString() +
-              (f.detail.empty() ? "" : " (" + f.detail + ")");
     dropped.push_back(f);
   }
   if (dropped.empty()) {
@@ -568,8 +580,13 @@ Result<std::vector<Failure>> RecipeStore::ForgetFailures(int64_t id, const Confi
   HONE_ASSIGN_OR_RETURN(Statement u, db_->Prepare("UPDATE recipes SET updated_at = ?2 WHERE id = ?1"));
   HONE_TRY(u.BindAll(id, now));
   HONE_TRY(u.Run());
-  HONE_TRY(AddHistory(id, {"forgotten", "", "", now, r.objective.value, r.baseline.value, {},
-                           detail + (why.empty() ? "" : ": " + why)}));
+  // One event per failure, with its trials: an import of an export made before this
+  // (MergeLocked) recognises the failure and leaves it out instead of bringing it back.
+  for (const Failure& f : dropped) {
+    HONE_TRY(AddHistory(id, {"forgotten", "", "", now, r.objective.value, r.baseline.value, f.trial_ids,
+                             ForgottenSubject(f) + (f.detail.empty() ? "" : " (" + f.detail + ")") +
+                                 (why.empty() ? "" : ": " + why)}));
+  }
   HONE_TRY(CommitWrite(txn));
   return dropped;
 }
@@ -750,15 +767,36 @@ Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::s
                              [&](const Learning& x) { return x.knob == l.knob && x.value == l.value; });
     if (!known) new_learnings.push_back(l);
   }
+  // A failure a user forgot (`hone kb forget`) on either side stays forgotten: one this
+  // store forgot does not come back with an export made before, and one the incoming
+  // recipe's history forgot leaves this store too.
+  auto forgotten = [&](const Failure& f) {
+    auto by = [&](const HistoryEvent& e) { return Forgets(e, f); };
+    return std::any_of(local.history.begin(), local.history.end(), by) ||
+           std::any_of(in.history.begin(), in.history.end(), by);
+  };
   std::vector<Failure> new_failures;
   for (const Failure& f : in.failures) {
     bool known = std::any_of(local.failures.begin(), local.failures.end(), [&](const Failure& x) {
       return x.kind == f.kind && x.config_delta == f.config_delta;
     });
-    if (!known) new_failures.push_back(f);
+    if (!known && !forgotten(f)) new_failures.push_back(f);
+  }
+  HONE_ASSIGN_OR_RETURN(std::vector<int64_t> rows, FailureRowsLocked(id));
+  int dropped = 0;
+  for (size_t i = 0; i < local.failures.size() && i < rows.size(); ++i) {
+    const Failure& f = local.failures[i];
+    if (!std::any_of(in.history.begin(), in.history.end(), [&](const HistoryEvent& e) { return Forgets(e, f); })) {
+      continue;
+    }
+    HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
+    HONE_TRY(df.BindAll(rows[i]));
+    HONE_TRY(df.Run());
+    ++dropped;
   }
   if (!new_learnings.empty()) what.push_back(std::to_string(new_learnings.size()) + " learning(s)");
   if (!new_failures.empty()) what.push_back(std::to_string(new_failures.size()) + " failure(s)");
+  if (dropped > 0) what.push_back(std::to_string(dropped) + " failure(s) forgotten there");
   HONE_TRY(InsertChildren(id, new_learnings, new_failures));
   HONE_ASSIGN_OR_RETURN(int new_notes, InsertNotes(id, in.notes));
   if (new_notes > 0) what.push_back(std::to_string(new_notes) + " note(s)");

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "kb/jsonl.h"
 #include "testing/kb_recipes.h"
 #include "testing/test_util.h"
 
@@ -212,6 +215,59 @@ TEST_F(StoreTest, AForgottenFailureLeavesThePriorsAndStaysInTheHistory) {
             std::string::npos)
       << again.error().message;
   EXPECT_FALSE(store_->ForgetFailures(id + 100, Config{{"flash_attn", "on"}}, ""));
+}
+
+// A forgotten failure stays forgotten across machines: an export made before the forget
+// does not bring it back (the same trials), while a later session's failure of the same
+// value does come in (new trials); and an export made after it drops the failure from a
+// store that still held it.
+TEST_F(StoreTest, AForgottenFailureStaysForgottenThroughImports) {
+  Recipe r = TestRecipe();
+  r.failures.push_back({Config{{"flash_attn", "on"}}, FailureKind::kRegressed, "gain +0.31%", {"t-8"}});
+  int64_t id = AdmitOrDie(r);
+  ASSERT_OK_AND_ASSIGN(std::string before, store_->ExportJsonl());
+  ASSERT_OK_AND_ASSIGN(auto other, RecipeStore::Open(dir_->path() / "other.sqlite", RepoRules()));
+  ASSERT_OK(other->ImportJsonl(before, "before.jsonl"));
+  auto holds = [](const Recipe& x) {
+    return std::any_of(x.failures.begin(), x.failures.end(),
+                       [](const Failure& f) { return f.config_delta == Config{{"flash_attn", "on"}}; });
+  };
+
+  ASSERT_OK(store_->ForgetFailures(id, Config{{"flash_attn", "on"}}, "stale"));
+  ASSERT_OK_AND_ASSIGN(Recipe forgot, store_->Get(id));
+  ASSERT_EQ(forgot.history.back().event, "forgotten");
+  ASSERT_EQ(forgot.history.back().trial_ids.size(), 1u);  // the dropped failure's trials, qualified
+  EXPECT_TRUE(forgot.history.back().trial_ids[0].ends_with("/t-8")) << forgot.history.back().trial_ids[0];
+
+  // The export from before: nothing new, the failure stays out.
+  ASSERT_OK_AND_ASSIGN(ImportStats again, store_->ImportJsonl(before, "before.jsonl"));
+  EXPECT_EQ(again.unchanged, 1);
+  EXPECT_EQ(again.merged, 0);
+  ASSERT_OK_AND_ASSIGN(Recipe after_import, store_->Get(id));
+  EXPECT_FALSE(holds(after_import));
+  EXPECT_EQ(after_import.failures.size(), forgot.failures.size());
+
+  // The export from after, into the store that still held it: dropped there too.
+  ASSERT_OK_AND_ASSIGN(Recipe held, other->Get(1));
+  ASSERT_TRUE(holds(held));
+  ASSERT_OK_AND_ASSIGN(std::string after, store_->ExportJsonl());
+  ASSERT_OK_AND_ASSIGN(ImportStats spread, other->ImportJsonl(after, "after.jsonl"));
+  EXPECT_EQ(spread.merged, 1);
+  ASSERT_OK_AND_ASSIGN(Recipe dropped, other->Get(1));
+  EXPECT_FALSE(holds(dropped));
+  EXPECT_EQ(dropped.failures.size(), held.failures.size() - 1);
+  EXPECT_NE(dropped.history.back().detail.find("1 failure(s) forgotten there"), std::string::npos)
+      << dropped.history.back().detail;
+  ASSERT_OK_AND_ASSIGN(ImportStats twice, other->ImportJsonl(after, "after.jsonl"));
+  EXPECT_EQ(twice.unchanged, 1);
+
+  // A later session measured the value again and it regressed again: new evidence.
+  Recipe later = forgot;
+  later.failures.push_back({Config{{"flash_attn", "on"}}, FailureKind::kRegressed, "gain -4.1%", {"s-9/t-3"}});
+  ASSERT_OK_AND_ASSIGN(ImportStats fresh, store_->ImportJsonl(RecipeToJsonLine(later) + "\n", "later.jsonl"));
+  EXPECT_EQ(fresh.merged, 1);
+  ASSERT_OK_AND_ASSIGN(Recipe back, store_->Get(id));
+  EXPECT_TRUE(holds(back));
 }
 
 TEST_F(StoreTest, PriorsBelowTheirThresholdAreLeftOut) {
