@@ -826,7 +826,7 @@ measurement: {min_pairs: 3, max_pairs: 3, aa_pairs: 3, screen: false}
   // Bad input is one line each.
   auto no_eq = RunHone({"search", "noise", "--live", Path("power.yaml"), "--candidate", "parallel"});
   EXPECT_NE(no_eq.status.code, 0);
-  EXPECT_NE(no_eq.output.find("--candidate wants knob=value"), std::string::npos) << no_eq.output;
+  EXPECT_NE(no_eq.output.find("--candidate wants KNOB=VALUE"), std::string::npos) << no_eq.output;
   auto unknown = RunHone({"search", "noise", "--live", Path("power.yaml"), "--candidate", "no_such_knob=1"});
   EXPECT_NE(unknown.status.code, 0);
   EXPECT_NE(unknown.output.find("no_such_knob"), std::string::npos) << unknown.output;

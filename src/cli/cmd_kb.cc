@@ -221,17 +221,9 @@ int RunMigrate(const KbOpts& o, const Context& ctx) {
 // Drops a recipe's failures about one configuration delta, so later sessions may
 // measure it again (a value recorded as regressed under an earlier session's noise).
 int RunForget(const KbOpts& o, const Context& ctx) {
-  Config delta;
-  for (const std::string& kv : o.settings) {
-    const size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
-      return ReportError(InvalidArgument("forget wants KNOB=VALUE settings, got '" + kv + "'").error());
-    }
-    if (delta.Get(kv.substr(0, eq))) {
-      return ReportError(InvalidArgument("forget names " + kv.substr(0, eq) + " twice").error());
-    }
-    delta.Set(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  auto parsed = ParseSettings(o.settings, "forget");
+  if (!parsed) return ReportError(parsed.error());
+  const Config& delta = *parsed;
   auto store = OpenStore(o, ctx);
   if (!store) return ReportError(store.error());
   auto dropped = (*store)->ForgetFailures(o.id, delta, o.why);

@@ -94,11 +94,7 @@ Result<std::pair<std::vector<search::SurfaceAxis>, Config>> ParseAxes(const Sear
     if (axis.values.size() < 2) return InvalidArgument("--axis " + axis.knob + " needs at least two values");
     axes.push_back(std::move(axis));
   }
-  for (const std::string& s : o.stock) {
-    size_t eq = s.find('=');
-    if (eq == std::string::npos) return InvalidArgument("--stock wants knob=value: " + s);
-    stock.Set(s.substr(0, eq), s.substr(eq + 1));
-  }
+  HONE_ASSIGN_OR_RETURN(stock, ParseSettings(o.stock, "--stock"));
   for (const auto& axis : axes) {
     auto v = stock.Get(axis.knob);
     if (!v) return InvalidArgument("--stock has no value for axis " + axis.knob + " (the engine default, spelled out)");
@@ -524,16 +520,11 @@ int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
   if (!wiring) return ReportError(wiring.error());
   run::SessionWiring& w = **wiring;
   const Config stock = spec->target.base_config;
+  auto parsed = ParseSettings(o.change, "--candidate");
+  if (!parsed) return ReportError(parsed.error());
+  const Config change = *parsed;
   Config candidate = stock;
-  Config change;
-  for (const std::string& c : o.change) {
-    size_t eq = c.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == c.size()) {
-      return ReportError(InvalidArgument("--candidate wants knob=value: " + c).error());
-    }
-    change.Set(c.substr(0, eq), c.substr(eq + 1));
-    candidate.Set(c.substr(0, eq), c.substr(eq + 1));
-  }
+  for (const auto& [k, v] : change.values()) candidate.Set(k, v);
   if (!change.empty()) {
     if (auto v = w.engine.adapter->catalog().Validate(candidate); !v) return ReportError(v.error());
     if (candidate == stock) return ReportError(InvalidArgument("--candidate changes nothing: " + change.ToString()).error());

@@ -33,16 +33,6 @@ struct ServeOpts {
   std::string log;
 };
 
-Result<Config> ParseSets(const std::vector<std::string>& sets) {
-  Config c;
-  for (const std::string& s : sets) {
-    size_t eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) return InvalidArgument("--set expects knob=value, got '" + s + "'");
-    c.Set(s.substr(0, eq), s.substr(eq + 1));
-  }
-  return c;
-}
-
 // One non-streamed completion and one streamed chat completion, printed as they arrive.
 Status Smoke(const target::Server& server, const ServeOpts& o) {
   json body = {{"prompt", o.prompt}, {"max_tokens", o.max_tokens}, {"temperature", 0}, {"ignore_eos", true}};
@@ -119,7 +109,7 @@ Action RegisterServe(CLI::App& app, const Context& ctx) {
   cmd->add_option("--health-timeout", o->health_timeout_s, "Seconds to wait for /health");
   cmd->add_option("--log", o->log, "Server log file (default: <cache>/logs/serve-<port>.log)");
   return [o, &ctx]() -> int {
-    auto config = ParseSets(o->sets);
+    auto config = ParseSettings(o->sets, "--set");
     if (!config) return ReportError(config.error());
     if (!sys::FileExists(o->model)) {
       return ReportError(Error{ErrorCode::kNotFound, "model file not found: " + o->model, {}});

@@ -6,8 +6,11 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/context.h"
+#include "core/config.h"
 #include "core/error.h"
 
 namespace hone::cli {
@@ -32,5 +35,11 @@ Action RegisterFleet(CLI::App& app, const Context& ctx);
 // Prints an error line (with the log excerpt / hint when present) and returns 1
 // (2 for invalid arguments, 130 for interrupts).
 int ReportError(const Error& e);
+
+// KNOB=VALUE settings from the command line (`hone serve --set`, `hone kb forget`,
+// `hone search record --stock`, `hone search noise --candidate`): each needs a knob and
+// a value, and no knob twice. `what` names the flag in the error ("--set wants
+// KNOB=VALUE, got 'threads'").
+Result<Config> ParseSettings(const std::vector<std::string>& settings, std::string_view what);
 
 }  // namespace hone::cli

@@ -34,6 +34,19 @@ std::string ResolveDataDir() {
   return HONE_SOURCE_DATA_DIR;
 }
 
+Result<Config> ParseSettings(const std::vector<std::string>& settings, std::string_view what) {
+  Config c;
+  for (const std::string& kv : settings) {
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+      return InvalidArgument(std::string(what) + " wants KNOB=VALUE, got '" + kv + "'");
+    }
+    if (c.Get(kv.substr(0, eq))) return InvalidArgument(std::string(what) + " names " + kv.substr(0, eq) + " twice");
+    c.Set(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  return c;
+}
+
 int ReportError(const Error& e) {
   std::fprintf(stderr, "hone: error: %s\n", e.message.c_str());
   std::string excerpt(e.Get("log_excerpt"));

@@ -152,7 +152,7 @@ TEST_F(KbCliTest, ForgetDropsAStaleFailureFromThePriors) {
       << out.output;
   out = Hone({"kb", "forget", "1", "flash_attn", "--kb", kb_});
   EXPECT_EQ(out.status.code, 2) << out.output;
-  EXPECT_NE(out.output.find("hone: error: forget wants KNOB=VALUE settings, got 'flash_attn'"), std::string::npos)
+  EXPECT_NE(out.output.find("hone: error: forget wants KNOB=VALUE, got 'flash_attn'"), std::string::npos)
       << out.output;
 }
 
