@@ -522,9 +522,8 @@ int RunLiveNoise(const SearchOpts& o, const Context& ctx) {
   const Config stock = spec->target.base_config;
   auto parsed = ParseSettings(o.change, "--candidate");
   if (!parsed) return ReportError(parsed.error());
-  const Config change = *parsed;
-  Config candidate = stock;
-  for (const auto& [k, v] : change.values()) candidate.Set(k, v);
+  const Config& change = *parsed;
+  const Config candidate = stock.Merged(change);
   if (!change.empty()) {
     if (auto v = w.engine.adapter->catalog().Validate(candidate); !v) return ReportError(v.error());
     if (candidate == stock) return ReportError(InvalidArgument("--candidate changes nothing: " + change.ToString()).error());

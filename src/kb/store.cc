@@ -323,6 +323,22 @@ Result<std::vector<int64_t>> RecipeStore::FailureRowsLocked(int64_t id) {
   return rows;
 }
 
+Result<std::vector<Failure>> RecipeStore::DropFailuresLocked(int64_t id, const std::vector<Failure>& held,
+                                                             const std::function<bool(const Failure&)>& drop) {
+  std::vector<Failure> dropped;
+  if (std::none_of(held.begin(), held.end(), drop)) return dropped;
+  HONE_ASSIGN_OR_RETURN(std::vector<int64_t> rows, FailureRowsLocked(id));
+  HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
+  for (size_t i = 0; i < held.size() && i < rows.size(); ++i) {
+    if (!drop(held[i])) continue;
+    df.Reset();
+    HONE_TRY(df.BindAll(rows[i]));
+    HONE_TRY(df.Run());
+    dropped.push_back(held[i]);
+  }
+  return dropped;
+}
+
 Status RecipeStore::AddHistory(int64_t id, const HistoryEvent& e) {
   HONE_ASSIGN_OR_RETURN(Statement s,
                         db_->Prepare("INSERT INTO recipe_history (recipe_id, event, session_id, hone_version, date, "
@@ -557,17 +573,8 @@ Result<std::vector<Failure>> RecipeStore::ForgetFailures(int64_t id, const Confi
   std::lock_guard lock(mu_);
   HONE_ASSIGN_OR_RETURN(Transaction txn, Transaction::BeginImmediate(*db_));
   HONE_ASSIGN_OR_RETURN(Recipe r, LoadLocked(id));
-  HONE_ASSIGN_OR_RETURN(std::vector<int64_t> rows, FailureRowsLocked(id));
-  HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
-  std::vector<Failure> dropped;
-  for (size_t i = 0; i < r.failures.size() && i < rows.size(); ++i) {
-    const Failure& f = r.failures[i];
-    if (f.config_delta != delta) continue;
-    df.Reset();
-    HONE_TRY(df.BindAll(rows[i]));
-    HONE_TRY(df.Run());
-    dropped.push_back(f);
-  }
+  HONE_ASSIGN_OR_RETURN(std::vector<Failure> dropped,
+                        DropFailuresLocked(id, r.failures, [&](const Failure& f) { return f.config_delta == delta; }));
   if (dropped.empty()) {
     std::string held;
     for (const Failure& f : r.failures) {
@@ -782,21 +789,13 @@ Result<bool> RecipeStore::MergeLocked(int64_t id, const Recipe& in, const std::s
     });
     if (!known && !forgotten(f)) new_failures.push_back(f);
   }
-  HONE_ASSIGN_OR_RETURN(std::vector<int64_t> rows, FailureRowsLocked(id));
-  int dropped = 0;
-  for (size_t i = 0; i < local.failures.size() && i < rows.size(); ++i) {
-    const Failure& f = local.failures[i];
-    if (!std::any_of(in.history.begin(), in.history.end(), [&](const HistoryEvent& e) { return Forgets(e, f); })) {
-      continue;
-    }
-    HONE_ASSIGN_OR_RETURN(Statement df, db_->Prepare("DELETE FROM failures WHERE id = ?1"));
-    HONE_TRY(df.BindAll(rows[i]));
-    HONE_TRY(df.Run());
-    ++dropped;
-  }
+  HONE_ASSIGN_OR_RETURN(std::vector<Failure> dropped, DropFailuresLocked(id, local.failures, [&](const Failure& f) {
+                          return std::any_of(in.history.begin(), in.history.end(),
+                                             [&](const HistoryEvent& e) { return Forgets(e, f); });
+                        }));
   if (!new_learnings.empty()) what.push_back(std::to_string(new_learnings.size()) + " learning(s)");
   if (!new_failures.empty()) what.push_back(std::to_string(new_failures.size()) + " failure(s)");
-  if (dropped > 0) what.push_back(std::to_string(dropped) + " failure(s) forgotten there");
+  if (!dropped.empty()) what.push_back(std::to_string(dropped.size()) + " failure(s) forgotten there");
   HONE_TRY(InsertChildren(id, new_learnings, new_failures));
   HONE_ASSIGN_OR_RETURN(int new_notes, InsertNotes(id, in.notes));
   if (new_notes > 0) what.push_back(std::to_string(new_notes) + " note(s)");

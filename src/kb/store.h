@@ -144,6 +144,10 @@ class RecipeStore {
   Result<Recipe> LoadLocked(int64_t id);
   // The row ids of the recipe's failures, in the order LoadLocked reads them.
   Result<std::vector<int64_t>> FailureRowsLocked(int64_t id);
+  // Deletes the recipe's failures that `drop` picks among `held` (the recipe's failures
+  // as LoadLocked read them) and returns them; reads the rows only when one is picked.
+  Result<std::vector<Failure>> DropFailuresLocked(int64_t id, const std::vector<Failure>& held,
+                                                  const std::function<bool(const Failure&)>& drop);
   Result<std::optional<int64_t>> FindByKey(const std::string& key);
   Result<int64_t> InsertLocked(const Recipe& r, const std::string& now);
   Status InsertChildren(int64_t id, const std::vector<Learning>& learnings, const std::vector<Failure>& failures);
