@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "search/drive_for_tests.h"
 #include "search/heuristics.h"
 #include "search/surface.h"
 #include "search/tpe.h"
@@ -205,14 +206,10 @@ TEST_F(BaselinesTest, RandomSearchNeverRepeatsAndGridCoversItsCoarseAxes) {
   ctx.tried.insert(ctx.stock.Hash());
   RandomProposer random(catalog_, d, 7);
   std::set<std::string> seen;
-  for (int i = 0; i < 40; ++i) {
-    auto c = random.Next(ctx);
-    if (!c) break;
-    Config full = ctx.best.Merged(c->delta);
+  Drive(random, ctx, 40, [&](const Candidate&, const Config& full) {
     EXPECT_TRUE(seen.insert(full.ToString()).second) << full.ToString();
-    ctx.tried.insert(full.Hash());
-    random.Observe({*c, full, Verdict::kRevert, -0.1, ""});
-  }
+    return Outcome{Verdict::kRevert, -0.1};
+  });
   EXPECT_EQ(seen.size(), 29u);  // every other point, then nothing
   auto axes = GridProposer::CoarseAxes({{"1", "2", "4", "8", "16"}, {"x", "y", "z"}, {"on", "off"}}, {"4", "x", "on"}, 12);
   ASSERT_EQ(axes.size(), 3u);
@@ -295,20 +292,20 @@ TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
     TpeProposer tpe(catalog_, d, seed, TpeOptions{.startup = 6});
     ProposalContext ctx = ctx0;
     std::set<std::string> seen;
-    for (int i = 0; i < 14; ++i) {
-      auto c = tpe.Next(ctx);
-      ASSERT_TRUE(c.has_value());
-      Config full = ctx.best.Merged(c->delta);
+    int i = 0;
+    Drive(tpe, ctx, 14, [&](const Candidate&, const Config& full) -> std::optional<Outcome> {
       EXPECT_TRUE(seen.insert(full.ToString()).second) << full.ToString();
-      ctx.tried.insert(full.Hash());
       const SurfacePoint* p = s.Find(full);
-      ASSERT_NE(p, nullptr);
+      EXPECT_NE(p, nullptr);
+      if (!p) return std::nullopt;
       bool z = full.GetOr("b", "") == "z";
       (i < 6 ? z_random : z_model) += z ? 1 : 0;
       (i < 6 ? random : model) += 1;
+      ++i;
       // Every observation relative to the stock (nothing kept): gain = level.
-      tpe.Observe({*c, full, Verdict::kRevert, p->mean() / stock - 1, ""});
-    }
+      return Outcome{Verdict::kRevert, p->mean() / stock - 1};
+    });
+    ASSERT_EQ(i, 14);
     if (seed == 1) {
       saved = tpe.Save();
       describe = tpe.Describe();
@@ -325,15 +322,11 @@ TEST_F(BaselinesTest, TpeLearnsWhereTheGoodConfigurationsAre) {
   ASSERT_OK(restored.Load(saved));
   EXPECT_EQ(restored.Save(), saved);
   ProposalContext ctx = ctx0;
-  for (int i = 0; i < 15; ++i) {
-    auto c = restored.Next(ctx);
-    ASSERT_TRUE(c.has_value());
-    Config full = ctx.best.Merged(c->delta);
+  auto later = Drive(restored, ctx, 16, [&](const Candidate&, const Config& full) {
     EXPECT_EQ(saved.find("\"" + full.ToString() + "\""), std::string::npos) << full.ToString();
-    ctx.tried.insert(full.Hash());
-    restored.Observe({*c, full, Verdict::kScreenedOut, -0.2, ""});
-  }
-  EXPECT_FALSE(restored.Next(ctx).has_value());  // all 29 other points proposed
+    return Outcome{Verdict::kScreenedOut, -0.2};
+  });
+  EXPECT_EQ(later.size(), 15u);  // all 29 other points proposed, then nothing
   EXPECT_FALSE(restored.Load("{not json"));
 }
 
@@ -377,20 +370,14 @@ TEST_F(BaselinesTest, TpeScoresFailuresBelowEverythingMeasured) {
   // Every b=z configuration fails to launch; the rest measure as the surface says.
   TpeProposer tpe(catalog_, AxesOf(s), 5, TpeOptions{.startup = 8});
   ProposalContext ctx = AtStock(s);
-  int z_late = 0;
-  for (int i = 0; i < 24; ++i) {
-    auto c = tpe.Next(ctx);
-    ASSERT_TRUE(c.has_value());
-    Config full = ctx.best.Merged(c->delta);
-    ctx.tried.insert(full.Hash());
+  int z_late = 0, i = 0;
+  auto proposed = Drive(tpe, ctx, 24, [&](const Candidate&, const Config& full) {
     bool z = full.GetOr("b", "") == "z";
-    if (i >= 14 && z) ++z_late;
-    if (z) {
-      tpe.Observe({*c, full, Verdict::kLaunchFailed, 0, "crashed"});
-    } else {
-      tpe.Observe({*c, full, Verdict::kRevert, s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1, ""});
-    }
-  }
+    if (i++ >= 14 && z) ++z_late;
+    if (z) return Outcome{Verdict::kLaunchFailed, 0, "crashed"};
+    return Outcome{Verdict::kRevert, s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1};
+  });
+  ASSERT_EQ(proposed.size(), 24u);
   EXPECT_LE(z_late, 3);
 }
 
@@ -403,19 +390,13 @@ TEST_F(BaselinesTest, TpeLearnsFromAConfigurationThatStalledTheServer) {
     TpeProposer tpe(catalog_, AxesOf(s), 5, TpeOptions{.startup = 8});
     ProposalContext ctx = AtStock(s);
     *z_late = 0;
-    for (int i = 0; i < 16; ++i) {
-      auto c = tpe.Next(ctx);
-      if (!c) break;
-      Config full = ctx.best.Merged(c->delta);
-      ctx.tried.insert(full.Hash());
+    int i = 0;
+    Drive(tpe, ctx, 16, [&](const Candidate&, const Config& full) {
       bool z = full.GetOr("b", "") == "z";
-      if (i >= 8 && z) ++*z_late;  // after the 8 random start-up draws
-      if (z) {
-        tpe.Observe({*c, full, Verdict::kInvalid, 0, failure_kind});
-      } else {
-        tpe.Observe({*c, full, Verdict::kRevert, s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1, ""});
-      }
-    }
+      if (i++ >= 8 && z) ++*z_late;  // after the 8 random start-up draws
+      if (z) return Outcome{Verdict::kInvalid, 0, failure_kind};
+      return Outcome{Verdict::kRevert, s.Find(full)->mean() / s.Find(ctx.stock)->mean() - 1};
+    });
     return tpe.Describe();
   };
   int stalled_late = 0, other_late = 0;

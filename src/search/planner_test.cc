@@ -4,8 +4,13 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "core/strings.h"
+#include "search/drive_for_tests.h"
 #include "sys/files.h"
 #include "testing/test_util.h"
 
@@ -62,14 +67,9 @@ class PlannerTest : public ::testing::Test {
   std::unique_ptr<Planner> Make(PlannerOptions o = {}) { return std::make_unique<Planner>(catalog_, heuristics_, o); }
   // Proposes, then reports `verdict` with `gain` the way the coordinator does.
   Candidate Step(Planner& p, Verdict verdict, double gain, const std::string& failure = "") {
-    auto c = p.Next(ctx_);
-    EXPECT_TRUE(c.has_value());
-    if (!c) return {};
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
-    if (verdict == Verdict::kKeep) ctx_.best = full;
-    p.Observe({*c, full, verdict, gain, failure});
-    return *c;
+    std::vector<Candidate> c = Drive(p, ctx_, 1, Always(verdict, gain, failure));
+    EXPECT_EQ(c.size(), 1u);
+    return c.empty() ? Candidate{} : c[0];
   }
   const IdeaNode* Node(const Planner& p, const std::string& key, IdeaState state) {
     for (const IdeaNode& n : p.tree().nodes()) {
@@ -221,13 +221,7 @@ TEST_F(PlannerTest, AValueTheEnginesAutoAlreadyRunsIsNoIdea) {
     ctx_.best = ctx_.stock;
     Planner p(llama, h, {.domain = {.only = {"threads", "threads_batch"}}, .explore = false});
     std::vector<std::string> ideas;
-    while (auto c = p.Next(ctx_)) {
-      ideas.push_back(c->idea);
-      Config full = ctx_.best.Merged(c->delta);
-      ctx_.tried.insert(full.Hash());
-      p.Observe({*c, full, Verdict::kRevert, -0.1, ""});
-      if (ideas.size() > 20) break;
-    }
+    for (const Candidate& c : Drive(p, ctx_, 21, Always(Verdict::kRevert, -0.1))) ideas.push_back(c.idea);
     return ideas;
   };
   std::vector<std::string> known = proposed(2);
@@ -375,20 +369,13 @@ TEST_F(PlannerTest, AKeepReopensRejectedValuesOfInteractingKnobs) {
   auto p = Make({.domain = {.only = {"kv", "ubatch"}}});
   // Reject every ubatch idea first, then keep a kv value.
   std::set<std::string> rejected;
-  for (int i = 0; i < 30; ++i) {
-    auto c = p->Next(ctx_);
-    ASSERT_TRUE(c);
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
-    if (c->idea.starts_with("kv=")) {
-      ctx_.best = full;
-      p->Observe({*c, full, Verdict::kKeep, 0.25, ""});
-      break;
-    }
-    rejected.insert(c->idea);
-    p->Observe({*c, full, Verdict::kRevert, -0.02, ""});
-  }
+  Drive(*p, ctx_, 30, [&](const Candidate& c, const Config&) {
+    if (c.idea.starts_with("kv=")) return Outcome{Verdict::kKeep, 0.25, "", true};
+    rejected.insert(c.idea);
+    return Outcome{Verdict::kRevert, -0.02};
+  });
   ASSERT_FALSE(rejected.empty());
+  ASSERT_TRUE(ctx_.best.Has("kv"));
   int reopened = 0;
   for (const IdeaNode& n : p->tree().nodes()) {
     if (n.origin != "reopen") continue;
@@ -404,14 +391,10 @@ TEST_F(PlannerTest, ConflictingCandidatesAreNeverProposed) {
   auto p = Make({.domain = {.only = {"kv", "fa"}}});
   ctx_.best = Config{{"fa", "off"}};  // any kv value conflicts with fa=off
   ctx_.stock = ctx_.best;
-  for (int i = 0; i < 10; ++i) {
-    auto c = p->Next(ctx_);
-    if (!c) break;
-    Config full = ctx_.best.Merged(c->delta);
+  Drive(*p, ctx_, 10, [&](const Candidate&, const Config& full) {
     EXPECT_OK(catalog_.Validate(full));
-    ctx_.tried.insert(full.Hash());
-    p->Observe({*c, full, Verdict::kRevert, -0.01, ""});
-  }
+    return Outcome{Verdict::kRevert, -0.01};
+  });
   bool pruned = false;
   for (const IdeaNode& n : p->tree().nodes()) {
     if (n.knob == "kv" && n.state == IdeaState::kPruned) {
@@ -477,14 +460,11 @@ TEST_F(PlannerTest, AWarmReplaysMeasurementBecomesTheIdeasFirstLook) {
     EXPECT_EQ(first, nullptr);  // no tree yet
     ProposalContext ctx = ctx_;
     bool retested = false;
-    for (int i = 0; i < 8 && !retested; ++i) {
-      auto c = x->Next(ctx);
-      if (!c) break;
-      Config f = ctx.best.Merged(c->delta);
-      retested = c->idea == "kv=q8_0";
-      ctx.tried.insert(f.Hash());
-      if (!retested) x->Observe({*c, f, Verdict::kRevert, -0.3, ""});
-    }
+    Drive(*x, ctx, 8, [&](const Candidate& c, const Config&) -> std::optional<Outcome> {
+      retested = c.idea == "kv=q8_0";
+      if (retested) return std::nullopt;
+      return Outcome{Verdict::kRevert, -0.3};
+    });
     EXPECT_TRUE(retested) << x->Describe();
     first = Node(*x, "kv=q8_0", IdeaState::kInconclusive);
     ASSERT_NE(first, nullptr) << x->Describe();
@@ -580,20 +560,15 @@ TEST_F(PlannerTest, ARetestThatPoolsItsEarlierLookIsScoredWithTheirPairs) {
 TEST_F(PlannerTest, NearMissesOfTwoKnobsAreCombinedIntoOneCandidate) {
   auto p = Make({.domain = {.only = {"fa", "spec"}}, .protocol = MeasurementProtocol{}});
   ctx_.noise_floor = 0.05;
-  std::set<std::string> seen;
   std::optional<Candidate> combined;
-  for (int i = 0; i < 6 && !combined; ++i) {
-    auto c = p->Next(ctx_);
-    ASSERT_TRUE(c);
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
-    if (c->delta.size() == 2) {
+  Drive(*p, ctx_, 6, [&](const Candidate& c, const Config&) -> std::optional<Outcome> {
+    if (c.delta.size() == 2) {
       combined = c;
-      break;
+      return std::nullopt;
     }
     // fa=off and spec=ngram each measure +4%: inconclusive under 5% noise.
-    p->Observe({*c, full, Verdict::kInconclusive, 0.04, ""});
-  }
+    return Outcome{Verdict::kInconclusive, 0.04};
+  });
   ASSERT_TRUE(combined.has_value());
   EXPECT_EQ(combined->delta.ToString(), "fa=off spec=ngram");
   EXPECT_EQ(combined->idea, "combine:fa=off spec=ngram");
@@ -619,18 +594,14 @@ TEST_F(PlannerTest, ALaunchFailureIsRetriedWithTheValuesOfInteractingKnobs) {
   PlannerOptions o{.domain = {.only = {"kv", "ubatch"}}};
   auto p = Make(o);
   std::optional<Candidate> kv;
-  for (int i = 0; i < 8 && !kv; ++i) {
-    auto c = p->Next(ctx_);
-    ASSERT_TRUE(c);
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
-    if (c->idea.starts_with("kv=")) {
+  auto fail_kv = [&](const std::string& why) {
+    return [&kv, why](const Candidate& c, const Config&) {
+      if (!c.idea.starts_with("kv=")) return Outcome{Verdict::kRevert, -0.3};
       kv = c;
-      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "context_create"});
-    } else {
-      p->Observe({*c, full, Verdict::kRevert, -0.3, ""});
-    }
-  }
+      return Outcome{Verdict::kLaunchFailed, 0, why, true};
+    };
+  };
+  Drive(*p, ctx_, 8, fail_kv("context_create"));
   ASSERT_TRUE(kv.has_value());
   int retries = 0;
   for (const IdeaNode& n : p->tree().nodes()) {
@@ -647,17 +618,9 @@ TEST_F(PlannerTest, ALaunchFailureIsRetriedWithTheValuesOfInteractingKnobs) {
   ctx_.cpus = 8;
   ctx_.concurrency = 4;
   auto q = Make(o);
-  for (int i = 0; i < 8; ++i) {
-    auto c = q->Next(ctx_);
-    ASSERT_TRUE(c);
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
-    if (c->idea.starts_with("kv=")) {
-      q->Observe({*c, full, Verdict::kLaunchFailed, 0, "bad_flag"});
-      break;
-    }
-    q->Observe({*c, full, Verdict::kRevert, -0.3, ""});
-  }
+  kv.reset();
+  Drive(*q, ctx_, 8, fail_kv("bad_flag"));
+  ASSERT_TRUE(kv.has_value());
   for (const IdeaNode& n : q->tree().nodes()) EXPECT_NE(n.origin, "retry") << n.key;
 }
 
@@ -676,26 +639,22 @@ TEST_F(PlannerTest, ARetryThatLaunchedExplainsTheKnobsNextFailure) {
     }
     return out;
   };
-  for (int i = 0; i < 30; ++i) {
-    auto c = p->Next(ctx_);
-    if (!c) break;
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
-    if (c->idea.starts_with("kv=") && (explaining.empty() || second.empty())) {
-      if (!explaining.empty()) second = c->idea;
-      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "crashed"});
-    } else if (c->idea.starts_with("retry:") && explaining.empty()) {
-      explaining = c->idea;
-      p->Observe({*c, full, Verdict::kRevert, -0.05, ""});
-    } else if (!second.empty() && c->idea.starts_with("retry:" + second)) {
+  Drive(*p, ctx_, 30, [&](const Candidate& c, const Config&) {
+    if (c.idea.starts_with("kv=") && (explaining.empty() || second.empty())) {
+      if (!explaining.empty()) second = c.idea;
+      return Outcome{Verdict::kLaunchFailed, 0, "crashed"};
+    }
+    if (c.idea.starts_with("retry:") && explaining.empty()) {
+      explaining = c.idea;
+      return Outcome{Verdict::kRevert, -0.05};
+    }
+    if (!second.empty() && c.idea.starts_with("retry:" + second)) {
       // The explanation does not hold for the second value: the other retries follow.
       EXPECT_EQ(retries_under(second).size(), 1u);
-      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "crashed"});
-      break;
-    } else {
-      p->Observe({*c, full, Verdict::kRevert, -0.3, ""});
+      return Outcome{Verdict::kLaunchFailed, 0, "crashed", true};
     }
-  }
+    return Outcome{Verdict::kRevert, -0.3};
+  });
   ASSERT_FALSE(explaining.empty());
   ASSERT_FALSE(second.empty());
   const std::string first = explaining.substr(6, explaining.find(',') - 6);  // "retry:kv=q8_0,ubatch=64"
@@ -724,31 +683,27 @@ TEST_F(PlannerTest, ALearnedLaunchConflictIsNeverProposedAgain) {
   ctx_.noise_floor = 0.25;  // explorations too
   auto p = Make(o);
   auto holds = [&](const Config& full) { return full.GetOr("kv", "f16") == "q8_0" && full.GetOr("ubatch", "512") == "512"; };
-  bool learned = false;
-  int failures_after = 0, launched_after = 0, restored = 0;
-  for (int i = 0; i < 60; ++i) {
-    auto c = p->Next(ctx_);
-    if (!c) break;
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
+  bool learned = false, resumed = false;
+  int failures_after = 0, launched_after = 0;
+  auto world = [&](const Candidate& c, const Config& full) {
     if (holds(full)) {
       failures_after += learned;
-      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "context_create"});
-    } else {
-      if (c->idea.starts_with("retry:kv=q8_0")) learned = true;
-      launched_after += learned;
-      const bool keep = c->idea.starts_with("retry:kv=q8_0");
-      if (keep) ctx_.best = full;
-      p->Observe({*c, full, keep ? Verdict::kKeep : Verdict::kRevert, keep ? 0.5 : -0.2, ""});
+      return Outcome{Verdict::kLaunchFailed, 0, "context_create"};
     }
-    if (learned && restored++ == 0) {
-      // Through a save and load (a resumed session): the conflict holds there too.
-      auto q = Make(o);
-      ASSERT_OK(q->Load(p->Save()));
-      p = std::move(q);
-    }
-  }
+    const bool keep = c.idea.starts_with("retry:kv=q8_0");
+    learned = learned || keep;
+    launched_after += learned;
+    // The first lesson ends the first drive: the session resumes from its saved state.
+    return Outcome{keep ? Verdict::kKeep : Verdict::kRevert, keep ? 0.5 : -0.2, "", keep && !resumed};
+  };
+  const size_t steps = Drive(*p, ctx_, 60, world).size();
   ASSERT_TRUE(learned);
+  // Through a save and load (a resumed session): the conflict holds there too.
+  auto q = Make(o);
+  ASSERT_OK(q->Load(p->Save()));
+  p = std::move(q);
+  resumed = true;
+  Drive(*p, ctx_, 60 - static_cast<int>(steps), world);
   EXPECT_GT(launched_after, 5);
   EXPECT_EQ(failures_after, 0);
   EXPECT_NE(p->Describe().find("learned launch conflict: kv=q8_0 ubatch=512"), std::string::npos) << p->Describe();
@@ -766,28 +721,25 @@ TEST_F(PlannerTest, AKnownConflictIsNeverLaunchedAndItsValueIsTriedWithThePartne
   auto p = Make(o);
   auto holds = [&](const Config& full) { return full.GetOr("kv", "f16") == "q8_0" && full.GetOr("ubatch", "512") == "512"; };
   int held = 0, detours = 0;
-  for (int i = 0; i < 40; ++i) {
-    auto c = p->Next(ctx_);
-    if (!c) break;
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
+  Drive(*p, ctx_, 40, [&](const Candidate& c, const Config& full) {
     if (holds(full)) {
       ++held;
-      p->Observe({*c, full, Verdict::kLaunchFailed, 0, "context_create"});
-      continue;
+      return Outcome{Verdict::kLaunchFailed, 0, "context_create"};
     }
-    if (c->idea.starts_with("retry:kv=q8_0,ubatch=")) {
+    if (c.idea.starts_with("retry:kv=q8_0,ubatch=")) {
       ++detours;
       const IdeaNode* n = nullptr;
       for (const IdeaNode& x : p->tree().nodes()) {
-        if (x.key == c->idea) n = &x;
+        if (x.key == c.idea) n = &x;
       }
-      ASSERT_NE(n, nullptr);
-      EXPECT_NE(n->prior_note.find("knowledge base: kv=q8_0 does not launch with ubatch=512"), std::string::npos)
-          << n->prior_note;
+      EXPECT_NE(n, nullptr);
+      if (n) {
+        EXPECT_NE(n->prior_note.find("knowledge base: kv=q8_0 does not launch with ubatch=512"), std::string::npos)
+            << n->prior_note;
+      }
     }
-    p->Observe({*c, full, Verdict::kRevert, -0.05, ""});
-  }
+    return Outcome{Verdict::kRevert, -0.05};
+  });
   EXPECT_EQ(held, 0);
   EXPECT_GE(detours, 1);
   EXPECT_NE(p->Describe().find("launch conflict from the knowledge base: kv=q8_0 ubatch=512"), std::string::npos)
@@ -804,14 +756,9 @@ TEST_F(PlannerTest, AValueTheKnowledgeBaseSawCrashHereIsOnlyTriedWithItsPartners
   ctx_.noise_floor = 0.05;
   auto p = Make(o);
   int alone = 0, retries = 0;
-  for (int i = 0; i < 40; ++i) {
-    auto c = p->Next(ctx_);
-    if (!c) break;
-    Config full = ctx_.best.Merged(c->delta);
-    ctx_.tried.insert(full.Hash());
-    if (c->delta == Config{{"kv", "q8_0"}}) ++alone;
-    if (c->idea.starts_with("retry:kv=q8_0,")) ++retries;
-    p->Observe({*c, full, Verdict::kRevert, -0.05, ""});
+  for (const Candidate& c : Drive(*p, ctx_, 40, Always(Verdict::kRevert, -0.05))) {
+    if (c.delta == Config{{"kv", "q8_0"}}) ++alone;
+    if (c.idea.starts_with("retry:kv=q8_0,")) ++retries;
   }
   EXPECT_EQ(alone, 0);
   EXPECT_GE(retries, 1);
@@ -820,13 +767,12 @@ TEST_F(PlannerTest, AValueTheKnowledgeBaseSawCrashHereIsOnlyTriedWithItsPartners
 
   o.priors = {{"kv", "q8_0", 0, 0.6, "crashed"}};  // another machine's crash: a penalty only
   auto elsewhere = Make(o);
+  ctx_.tried.clear();
   bool proposed = false;
-  for (int i = 0; i < 40 && !proposed; ++i) {
-    auto c = elsewhere->Next(ctx_);
-    if (!c) break;
-    proposed = c->delta == Config{{"kv", "q8_0"}};
-    elsewhere->Observe({*c, ctx_.best.Merged(c->delta), Verdict::kRevert, -0.05, ""});
-  }
+  Drive(*elsewhere, ctx_, 40, [&](const Candidate& c, const Config&) {
+    proposed = c.delta == Config{{"kv", "q8_0"}};
+    return Outcome{Verdict::kRevert, -0.05, "", proposed};
+  });
   EXPECT_TRUE(proposed);
 }
 
@@ -924,21 +870,15 @@ TEST_F(PlannerTest, ExploringDrawsKeepWhatTheBeliefsKnowToWin) {
     ProposalContext ctx = ctx_;
     ctx.noise_floor = 0.15;  // a move under +15% is never kept: the planner explores
     int explored = 0, undone = 0;
-    for (int i = 0; i < 30; ++i) {
-      auto c = p->Next(ctx);
-      if (!c) break;
-      Config full = ctx.best.Merged(c->delta);
-      ctx.tried.insert(full.Hash());
+    Drive(*p, ctx, 30, [&](const Candidate& c, const Config& full) {
       const double gain = std::expm1(level(full) - level(ctx.best));
       const bool kept = ctx.best.GetOr("threads", "") == "16";
-      if (c->idea.starts_with("tpe:") && kept) {
+      if (c.idea.starts_with("tpe:") && kept) {
         ++explored;
         if (full.GetOr("threads", "") != "16") ++undone;
       }
-      Verdict v = gain > 0.15 ? Verdict::kKeep : gain < -0.15 ? Verdict::kScreenedOut : Verdict::kInconclusive;
-      if (v == Verdict::kKeep) ctx.best = full;
-      p->Observe({*c, full, v, gain, ""});
-    }
+      return Outcome{gain > 0.15 ? Verdict::kKeep : gain < -0.15 ? Verdict::kScreenedOut : Verdict::kInconclusive, gain};
+    });
     EXPECT_EQ(ctx.best.GetOr("threads", ""), "16") << "the large win is kept either way";
     return std::make_pair(explored, undone);
   };
@@ -961,13 +901,8 @@ TEST_F(PlannerTest, AConvergedTreeExploresUntilNothingNewIsLeft) {
     auto p = Make(opts);
     ProposalContext ctx = ctx_;
     std::vector<std::string> ideas;
-    for (int i = 0; i < 10; ++i) {
-      auto c = p->Next(ctx);
-      if (!c) break;
-      Config full = ctx.best.Merged(c->delta);
-      ctx.tried.insert(full.Hash());
-      p->Observe({*c, full, Verdict::kScreenedOut, -0.7, ""});  // everything loses by far
-      ideas.push_back(c->idea);
+    for (const Candidate& c : Drive(*p, ctx, 10, Always(Verdict::kScreenedOut, -0.7))) {  // everything loses by far
+      ideas.push_back(c.idea);
     }
     return std::make_pair(ideas, p->Describe());
   };
