@@ -176,6 +176,8 @@ bool Goals::all() const {
          std::all_of(at_budget.begin(), at_budget.end(), [](bool b) { return b; });
 }
 
+bool DeadEnd(double quality, double bar) { return quality * (1.0 + bar) > 1.0 + kEps; }
+
 PCurve PerformanceCurve(const std::string& name, const std::vector<std::vector<double>>& strategy,
                         const std::vector<std::vector<double>>& random, double stock, int bootstrap, uint64_t seed) {
   PCurve c;
@@ -411,6 +413,20 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   r.prelude_s = Median(prelude_s);
   r.noise_floor_median = Median(floors);
   r.keep_threshold_median = std::max(options.protocol.measurement.min_gain, r.noise_floor_median);
+  r.dead_end_from = 1.0 / (1.0 + r.keep_threshold_median);
+  for (const search::SurfacePoint& p : surface.points()) {
+    if (p.samples.empty() || !p.accuracy_ok()) continue;
+    const double q = surface.Quality(p.mean());
+    if (!DeadEnd(q, r.keep_threshold_median)) continue;
+    ++r.dead_ends;
+    if (q < options.threshold - kEps) ++r.dead_ends_below;
+  }
+  for (StrategyResult* x : {&planner, &random, &tpe, &grid}) {
+    const std::vector<double>& last = x->at_budget.back();
+    int stuck = 0;
+    for (double q : last) stuck += DeadEnd(q, r.keep_threshold_median) && q < options.threshold - kEps;
+    x->dead_end = last.empty() ? 0 : static_cast<double>(stuck) / static_cast<double>(last.size());
+  }
 
   r.strategies = {planner, random, tpe, grid};
   uint64_t bseed = MixSeed(options.seed, 77);
@@ -525,8 +541,19 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
   const StrategyResult& rnd = r.strategies[1];
   const StrategyResult& tp = r.strategies[2];
   double pm = std::max(pl.MedianToReach(), 0.5);
-  line("  random/planner %.2fx (goal >= 2x: %s); tpe/planner %.2fx (goal >= 1x: %s)\n\n", rnd.MedianToReach() / pm,
+  line("  random/planner %.2fx (goal >= 2x: %s); tpe/planner %.2fx (goal >= 1x: %s)\n", rnd.MedianToReach() / pm,
        met(r.goals.reach_vs_random), tp.MedianToReach() / pm, met(r.goals.reach_vs_tpe));
+  // Where the keep bar leaves no way up: what a run's first keeps into that band decide.
+  line("  dead ends of the keep bar: an incumbent above %.1f%% of the best is never replaced (no point is the median "
+       "keep threshold, %.1f%%, better); %d point(s) there, %d below %.0f%%",
+       r.dead_end_from * 100, r.keep_threshold_median * 100, r.dead_ends, r.dead_ends_below, r.threshold * 100);
+  if (r.dead_ends_below > 0) {
+    line("; at B=%d the incumbent is one of those in", r.budgets.back());
+    for (const StrategyResult& s : r.strategies) {
+      line(" %s %s%s", s.name.c_str(), Pct(s.dead_end).c_str(), &s == &r.strategies.back() ? " of seeds" : ",");
+    }
+  }
+  out += "\n\n";
 
   line("at a budget of B candidates: the incumbent's true quality, mean [p10, median, p90] over seeds (candidates "
        "judged, median)\n");

@@ -68,6 +68,7 @@ struct StrategyResult {
   std::vector<std::vector<double>> used;        // [budget][seed]: candidates judged by then
   std::vector<std::vector<double>> failed;      // [budget][seed]: of those, never served a valid run
   std::vector<std::vector<double>> curve;       // [seed][time]: true quality at search time t
+  double dead_end = 0;  // seeds whose incumbent at the largest budget is a dead end below the threshold
   double MedianToReach() const;
   double ReachPercentile(double p) const;
   double ReachRate(int horizon) const;
@@ -112,6 +113,10 @@ struct CompareReport {
   double stock_quality = 0;
   int within_threshold = 0;
   double threshold = 0.95;
+  // The keep bar's dead ends (DeadEnds, at the median keep threshold): points no point
+  // beats by the bar, and those of them below `threshold`.
+  double dead_end_from = 1;
+  int dead_ends = 0, dead_ends_below = 0;
   bool timed = false;             // times in seconds (else trial units)
   std::string time_basis;         // where the times come from
   double prelude_s = 0;           // median
@@ -132,6 +137,11 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
                           const std::string& source);
 // One line per surface: the goals and the figures they rest on.
 std::string FormatSummary(const std::vector<CompareReport>& reports);
+
+// An incumbent whose quality (its share of the best) is above 1 / (1 + bar) is a dead
+// end: no point of the surface is `bar` better, so a protocol that keeps only a gain of
+// at least `bar` never replaces it, however long the search. Exposed for tests.
+bool DeadEnd(double quality, double bar);
 
 // P(t) of one strategy against another from per-seed quality curves (exposed for tests):
 // the curves are [seed][time]; `stock` is the quality every run starts from.

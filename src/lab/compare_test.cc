@@ -65,9 +65,27 @@ TEST_F(CompareTest, EveryStrategyIsScoredAtTheSameBudgets) {
   EXPECT_FALSE(r.example.empty());
   EXPECT_NE(r.example_tree.find("idea tree"), std::string::npos);
 
+  // The keep bar's dead ends, recounted from the surface and the budgets' incumbents.
+  int dead = 0, dead_below = 0;
+  for (const search::SurfacePoint& p : s.points()) {
+    const double q = s.Quality(p.mean());
+    if (q * (1 + r.keep_threshold_median) <= 1 + 1e-9) continue;
+    ++dead;
+    dead_below += q < 0.95;
+  }
+  EXPECT_GE(dead, 1);  // the best at least
+  EXPECT_EQ(r.dead_ends, dead);
+  EXPECT_EQ(r.dead_ends_below, dead_below);
+  EXPECT_NEAR(r.dead_end_from, 1 / (1 + r.keep_threshold_median), 1e-12);
+  for (const StrategyResult& x : r.strategies) {
+    double stuck = 0;
+    for (double q : x.at_budget.back()) stuck += DeadEnd(q, r.keep_threshold_median) && q < 0.95;
+    EXPECT_DOUBLE_EQ(x.dead_end, stuck / 12) << x.name;
+  }
+
   std::string text = FormatCompare(s, r, "demo.json");
   for (const char* want : {"HELD OUT", "to 95% of the best", "B=16", "P(t) against random search", "area (mean of P",
-                           "goals (held out)", "idea tree", "3-9 paired looks"}) {
+                           "goals (held out)", "idea tree", "3-9 paired looks", "dead ends of the keep bar"}) {
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   }
   std::string summary = FormatSummary({r});
@@ -202,6 +220,17 @@ TEST_F(CompareTest, RefusesWhatItCannotReplay) {
 }
 
 // P(t) by hand: two seeds per side, three time points.
+// Under a keep bar of 10% an incumbent above 1/1.1 = 90.9% of the best can never be
+// replaced: no point is 10% better than it.
+TEST(DeadEndTest, AnIncumbentNoPointBeatsByTheBarIsADeadEnd) {
+  EXPECT_TRUE(DeadEnd(1.0, 0.1));
+  EXPECT_TRUE(DeadEnd(0.92, 0.1));
+  EXPECT_FALSE(DeadEnd(0.90, 0.1));
+  EXPECT_FALSE(DeadEnd(1.0 / 1.1, 0.1));  // the best is exactly 10% better: a KEEP can still reach it
+  EXPECT_TRUE(DeadEnd(0.86, 0.2));
+  EXPECT_FALSE(DeadEnd(0.5, 0.5));
+}
+
 TEST(PerformanceCurveTest, ScoresAgainstRandomSearchFromTheFirstJudgedCandidate) {
   // Stock quality 0.8. Random: (0.8, 0.8, 0.9) and (0.8, 0.9, 0.9) -> mean (0.8, 0.85, 0.9).
   // Strategy: (0.8, 1.0, 1.0) twice -> P = (0, (1-0.85)/(1-0.85), (1-0.9)/(1-0.9)) = (0, 1, 1).
