@@ -176,6 +176,21 @@ bool Goals::all() const {
          std::all_of(at_budget.begin(), at_budget.end(), [](bool b) { return b; });
 }
 
+Interval MeanDifference(std::span<const double> a, std::span<const double> b) {
+  Interval out;
+  out.estimate = Mean(a) - Mean(b);
+  // Sample variances (n - 1) of the two means; a normal interval at 95%.
+  auto var_of_mean = [](std::span<const double> x) {
+    if (x.size() < 2) return 0.0;
+    const double sd = PopulationStd(x);
+    return sd * sd / static_cast<double>(x.size() - 1);
+  };
+  const double half = 1.959964 * std::sqrt(var_of_mean(a) + var_of_mean(b));
+  out.lo = out.estimate - half;
+  out.hi = out.estimate + half;
+  return out;
+}
+
 bool DeadEnd(double quality, double bar) { return quality * (1.0 + bar) > 1.0 + kEps; }
 
 PCurve PerformanceCurve(const std::string& name, const std::vector<std::vector<double>>& strategy,
@@ -596,8 +611,13 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
     for (size_t i = 1; i < r.strategies.size(); ++i) {
       double mo = Mean(r.strategies[i].at_budget[b]);
       if (mo > mp + kEps) {
-        char w[96];
-        std::snprintf(w, sizeof w, "%s %.2f%% (planner %.2f%%)", r.strategies[i].name.c_str(), mo * 100, mp * 100);
+        // Seeds are independent runs: is the gap larger than the means' own spread?
+        const Interval gap = MeanDifference(pl.at_budget[b], r.strategies[i].at_budget[b]);
+        char w[192];
+        std::snprintf(w, sizeof w, "%s %.2f%% (planner %.2f%%; planner - %s %+.2f points, 95%% interval [%+.2f, %+.2f]%s)",
+                      r.strategies[i].name.c_str(), mo * 100, mp * 100, r.strategies[i].name.c_str(),
+                      gap.estimate * 100, gap.lo * 100, gap.hi * 100,
+                      gap.hi >= 0 ? ": within the seeds' spread" : "");
         worse += (worse.empty() ? "" : ", ") + std::string(w);
       }
     }

@@ -30,10 +30,12 @@
 // Pure computation; runs seeds on `jobs` threads.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/stats.h"
 #include "lab/protocol.h"
 #include "search/heuristics.h"
 #include "search/surface.h"
@@ -137,6 +139,10 @@ std::string FormatCompare(const search::ResponseSurface& surface, const CompareR
                           const std::string& source);
 // One line per surface: the goals and the figures they rest on.
 std::string FormatSummary(const std::vector<CompareReport>& reports);
+
+// mean(a) - mean(b) for two independent samples (a strategy's runs over seeds against
+// another's), with a normal 95% interval. Exposed for tests.
+Interval MeanDifference(std::span<const double> a, std::span<const double> b);
 
 // An incumbent whose quality (its share of the best) is above 1 / (1 + bar) is a dead
 // end: no point of the surface is `bar` better, so a protocol that keeps only a gain of

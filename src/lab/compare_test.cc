@@ -231,6 +231,22 @@ TEST(DeadEndTest, AnIncumbentNoPointBeatsByTheBarIsADeadEnd) {
   EXPECT_FALSE(DeadEnd(0.5, 0.5));
 }
 
+// The gap between two strategies' means over seeds, with the spread of those means.
+TEST(MeanDifferenceTest, AGapSmallerThanTheSeedsSpreadIsNoDifference) {
+  const std::vector<double> a = {0.90, 0.92, 0.94, 0.96, 0.98};  // mean 0.94, sample sd 0.0316
+  const std::vector<double> b = {0.91, 0.93, 0.95, 0.97, 0.99};  // mean 0.95
+  Interval d = MeanDifference(a, b);
+  EXPECT_NEAR(d.estimate, -0.01, 1e-12);
+  const double half = 1.959964 * std::sqrt(2 * 0.001 / 5);  // each mean's variance: s^2 / n
+  EXPECT_NEAR(d.lo, -0.01 - half, 1e-9);
+  EXPECT_NEAR(d.hi, -0.01 + half, 1e-9);
+  EXPECT_GT(d.hi, 0);
+  // Constant runs: no spread, the gap is the interval.
+  Interval c = MeanDifference(std::vector<double>(4, 0.9), std::vector<double>(4, 1.0));
+  EXPECT_NEAR(c.lo, -0.1, 1e-12);
+  EXPECT_NEAR(c.hi, -0.1, 1e-12);
+}
+
 TEST(PerformanceCurveTest, ScoresAgainstRandomSearchFromTheFirstJudgedCandidate) {
   // Stock quality 0.8. Random: (0.8, 0.8, 0.9) and (0.8, 0.9, 0.9) -> mean (0.8, 0.85, 0.9).
   // Strategy: (0.8, 1.0, 1.0) twice -> P = (0, (1-0.85)/(1-0.85), (1-0.9)/(1-0.9)) = (0, 1, 1).
