@@ -92,6 +92,23 @@ TEST_F(CompareTest, EveryStrategyIsScoredAtTheSameBudgets) {
   EXPECT_NE(summary.find("demo"), std::string::npos);
   EXPECT_NE(summary.find("held-out"), std::string::npos);
 
+  // A missed budget says whether the gap is within the seeds' spread: a planner a hair
+  // behind random search is, one far behind is not.
+  {
+    CompareReport behind = r;
+    behind.goals.at_budget[0] = false;
+    std::vector<double>& planner = behind.strategies[0].at_budget[0];
+    const std::vector<double>& rnd = behind.strategies[1].at_budget[0];
+    for (size_t k = 0; k < planner.size(); ++k) planner[k] = rnd[k] - 0.0001;
+    std::string hair = FormatCompare(s, behind, "demo.json");
+    EXPECT_NE(hair.find("B=4: behind random"), std::string::npos) << hair;
+    EXPECT_NE(hair.find("within the seeds' spread"), std::string::npos) << hair;
+    for (size_t k = 0; k < planner.size(); ++k) planner[k] = rnd[k] - 0.3;
+    std::string far = FormatCompare(s, behind, "demo.json");
+    EXPECT_NE(far.find("planner - random -30.00 points"), std::string::npos) << far;
+    EXPECT_EQ(far.find("within the seeds' spread"), std::string::npos) << far;
+  }
+
   // Deterministic for a seed, whatever the number of threads.
   o.jobs = 1;
   ASSERT_OK_AND_ASSIGN(CompareReport again, Compare(s, demo_.catalog, demo_.heuristics, o));
