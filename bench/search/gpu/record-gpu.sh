@@ -12,7 +12,9 @@
 # c64 and c4 need a machine of several GPUs, not lent so far.
 #
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
-# There (device tool, carry [".device"], kind nvidia-h200-x8, timeout 600):
+# There (device tool, carry [".device"], timeout 600; the kind a point needs: nvidia-h100-x1
+# for c16h100/c64h100, nvidia-h200 for c32/c4x1, nvidia-h200-x8 for c64/c4. Name it: after a
+# refused call, a call without a kind asks for an H200 only, 2026-12-07):
 #   bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S]
 # Several operating points are recorded in turn within the slice: one whose recording
 # completes (its last repeat taken) leaves the rest of the slice to the next.
