@@ -429,17 +429,16 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   r.noise_floor_median = Median(floors);
   r.keep_threshold_median = std::max(options.protocol.measurement.min_gain, r.noise_floor_median);
   r.dead_end_from = 1.0 / (1.0 + r.keep_threshold_median);
+  auto stuck_below = [&](double q) { return DeadEnd(q, r.keep_threshold_median) && q < options.threshold - kEps; };
   for (const search::SurfacePoint& p : surface.points()) {
     if (p.samples.empty() || !p.accuracy_ok()) continue;
     const double q = surface.Quality(p.mean());
-    if (!DeadEnd(q, r.keep_threshold_median)) continue;
-    ++r.dead_ends;
-    if (q < options.threshold - kEps) ++r.dead_ends_below;
+    r.dead_ends += DeadEnd(q, r.keep_threshold_median);
+    r.dead_ends_below += stuck_below(q);
   }
   for (StrategyResult* x : {&planner, &random, &tpe, &grid}) {
     const std::vector<double>& last = x->at_budget.back();
-    int stuck = 0;
-    for (double q : last) stuck += DeadEnd(q, r.keep_threshold_median) && q < options.threshold - kEps;
+    const auto stuck = std::count_if(last.begin(), last.end(), stuck_below);
     x->dead_end = last.empty() ? 0 : static_cast<double>(stuck) / static_cast<double>(last.size());
   }
 

@@ -115,8 +115,8 @@ struct CompareReport {
   double stock_quality = 0;
   int within_threshold = 0;
   double threshold = 0.95;
-  // The keep bar's dead ends (DeadEnds, at the median keep threshold): points no point
-  // beats by the bar, and those of them below `threshold`.
+  // The keep bar's dead ends (DeadEnd, at the median keep threshold): where they start,
+  // the points no point beats by the bar, and those of them below `threshold`.
   double dead_end_from = 1;
   int dead_ends = 0, dead_ends_below = 0;
   bool timed = false;             // times in seconds (else trial units)

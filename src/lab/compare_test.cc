@@ -236,7 +236,6 @@ TEST_F(CompareTest, RefusesWhatItCannotReplay) {
   EXPECT_FALSE(Compare(unmeasured, demo_.catalog, demo_.heuristics, {}));
 }
 
-// P(t) by hand: two seeds per side, three time points.
 // Under a keep bar of 10% an incumbent above 1/1.1 = 90.9% of the best can never be
 // replaced: no point is 10% better than it.
 TEST(DeadEndTest, AnIncumbentNoPointBeatsByTheBarIsADeadEnd) {
@@ -264,6 +263,7 @@ TEST(MeanDifferenceTest, AGapSmallerThanTheSeedsSpreadIsNoDifference) {
   EXPECT_NEAR(c.hi, -0.1, 1e-12);
 }
 
+// P(t) by hand: two seeds per side, three time points.
 TEST(PerformanceCurveTest, ScoresAgainstRandomSearchFromTheFirstJudgedCandidate) {
   // Stock quality 0.8. Random: (0.8, 0.8, 0.9) and (0.8, 0.9, 0.9) -> mean (0.8, 0.85, 0.9).
   // Strategy: (0.8, 1.0, 1.0) twice -> P = (0, (1-0.85)/(1-0.85), (1-0.9)/(1-0.9)) = (0, 1, 1).
