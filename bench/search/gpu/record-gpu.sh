@@ -17,7 +17,8 @@
 # refused call, a call without a kind asks for an H200 only, 2026-12-07):
 #   bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S]
 # Several operating points are recorded in turn within the slice: one whose recording
-# completes (its last repeat taken) leaves the rest of the slice to the next.
+# completes (its last repeat taken) leaves the rest of the slice to the next. Those recorded
+# on another kind of card than the one lent are skipped at once (exit 3 when none is left).
 # Each call provisions llama.cpp with CUDA and synthesizes the 8B model when the machine
 # is fresh (4-5 min + 45 s), then records for the rest of the slice (default 540 s) on
 # every GPU at once, stopping the recorders with SIGKILL at the end (a recording
@@ -55,6 +56,36 @@ mkdir -p "$cache" "$out/surfaces" "$cache/surfaces"
 export HONE_CACHE_DIR=$cache HONE_DATA_DIR=$root
 log() { echo "[record-gpu +$(( $(date +%s) - start ))s] $*"; }
 left() { echo $(( slice - ( $(date +%s) - start ) )); }
+
+# 0. Only the operating points this card can continue, before anything is built: a surface
+# is recorded on one kind of card (`hone search record` refuses another's file), and the
+# device tool may lend an H100 for a call that named an H200 (2026-12-07: the build and the
+# model came first, 5 minutes, then both recorders refused). The card's name as hone slugs
+# it (sys::MachineInfo::SlugFor: lower case, every other run of characters one '-'); a
+# point's recorded card is its newest shard's info.hardware (one that came back in this
+# session, else the committed one). A point not started yet takes any card. So one call,
+# e.g. `record-gpu.sh c4x1,c32,c64h100`, records what fits whichever card comes.
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
+fits=()
+for op in "${oplist[@]}"; do
+  shard=
+  for from in "$root/.device/surfaces" "$root/bench/search/gpu"; do
+    f=$(ls "$from"/surface-gpu-8b-"$op".shard-0-of-*.json 2>/dev/null | head -1 || true)
+    if [ -n "$f" ]; then shard=$f; break; fi
+  done
+  recorded=
+  [ -n "$shard" ] && recorded=$(grep -o '"hardware": *"[^"]*"' "$shard" | head -1 | sed -E 's/.*"([^"]*)"$/\1/')
+  if [ -z "$recorded" ] || [ "$recorded" = "$card" ]; then
+    fits+=("$op")
+  else
+    log "skipping $op: recorded on $recorded, this card is $card"
+  fi
+done
+if [ ${#fits[@]} -eq 0 ]; then
+  log "nothing to record on $card: every point asked for ($ops) was recorded on another card"
+  exit 3
+fi
+oplist=("${fits[@]}")
 
 # 1. hone and llama.cpp with CUDA (as scripts/gpu-session.sh does).
 if [ ! -x "$cache/hone-portable/bin/hone" ] || ! cmp -s "$root/.device/hone-portable.tar.gz" "$cache/hone-portable.tar.gz"; then
@@ -139,7 +170,7 @@ if [ "$budget" -gt 60 ]; then
   for ((k = 0; k < gpus; k++)); do
     f=$cache/surfaces/$name.shard-$k-of-$gpus.json
     CUDA_VISIBLE_DEVICES=$k timeout -s KILL "$budget" "$hone" search record --spec "$spec" --out "$f" \
-      "${axes[@]}" "${repeats[@]}" "${recheck[@]}" --shard "$k/$gpus" > "$cache/surfaces/$name.shard-$k.log" 2>&1 &
+      "${axes[@]}" "${repeats[@]}" "${recheck[@]}" --shard "$k/$gpus" >> "$cache/surfaces/$name.shard-$k.log" 2>&1 &
     pids+=($!)
   done
   done_all=1
@@ -155,6 +186,8 @@ else
 fi
 
 # 3. What comes back: the shards (to continue), and the merged surface once all are done.
+# (The glob takes the recorders' own logs too, shard-K.log: every trial's line, and what a slow
+# or failed trial printed; a later call on the same machine appends to it.)
 cp "$cache/surfaces/$name".shard-* "$out/surfaces/" 2>/dev/null || true
 if [ "$done_all" = 1 ]; then
   "$hone" search merge --out "$out/$name.json" "$cache/surfaces/$name".shard-*-of-"$gpus".json
