@@ -14,8 +14,10 @@
 # Here, first:  scripts/gpu/pack.sh     (hone + pruned llama.cpp source into .device/)
 # There (device tool, carry [".device"], timeout 600; the kind a point needs: nvidia-h100-x1
 # for c16h100/c64h100, nvidia-h200 for c32/c4x1, nvidia-h200-x8 for c64/c4. Name it: after a
-# refused call, a call without a kind asks for an H200 only, 2026-12-07):
-#   bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S]
+# refused call, a call without a kind asks for an H200 only, 2026-12-07; and a call naming
+# nvidia-h200 may still get an H100, so name every point either card could take):
+#   bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S] [recheck|check]
+# ("check" says which of the points the card there would record, and stops.)
 # Several operating points are recorded in turn within the slice: one whose recording
 # completes (its last repeat taken) leaves the rest of the slice to the next. Those recorded
 # on another kind of card than the one lent are skipped at once (exit 3 when none is left).
@@ -41,19 +43,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
-ops=${1:?usage: bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S] [recheck]  (OP: c64|c4|c32|c4x1|c16h100|c64h100)}
+ops=${1:?usage: bench/search/gpu/record-gpu.sh OP[,OP...] [SLICE_S] [recheck|check]  (OP: c64|c4|c32|c4x1|c16h100|c64h100)}
 slice=${2:-540}
 recheck=()  # "recheck": drop the recorded accuracy results and check every class again
 [ "${3:-}" = recheck ] && recheck=(--recheck-accuracy)
+check_only=0  # "check": say which of the points this card would record, and stop
+[ "${3:-}" = check ] && check_only=1
 IFS=, read -ra oplist <<< "$ops"
 for op in "${oplist[@]}"; do
   [ -f "bench/search/gpu/surface-gpu-8b-$op.spec.yaml" ] || { echo "no bench/search/gpu/surface-gpu-8b-$op.spec.yaml" >&2; exit 2; }
 done
 start=$(date +%s)
-cache=$root/.device-cache
-out=${OUT:-$cache/out}
-mkdir -p "$cache" "$out/surfaces" "$cache/surfaces"
-export HONE_CACHE_DIR=$cache HONE_DATA_DIR=$root
 log() { echo "[record-gpu +$(( $(date +%s) - start ))s] $*"; }
 left() { echo $(( slice - ( $(date +%s) - start ) )); }
 
@@ -65,6 +65,7 @@ left() { echo $(( slice - ( $(date +%s) - start ) )); }
 # point's recorded card is its newest shard's info.hardware (one that came back in this
 # session, else the committed one). A point not started yet takes any card. So one call,
 # e.g. `record-gpu.sh c4x1,c32,c64h100`, records what fits whichever card comes.
+command -v nvidia-smi >/dev/null || { echo "record-gpu: no nvidia-smi here: this host has no NVIDIA GPU to record on" >&2; exit 2; }
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
 fits=()
 for op in "${oplist[@]}"; do
@@ -86,6 +87,14 @@ if [ ${#fits[@]} -eq 0 ]; then
   exit 3
 fi
 oplist=("${fits[@]}")
+if [ "$check_only" = 1 ]; then
+  log "would record ${oplist[*]} on $card"
+  exit 0
+fi
+cache=$root/.device-cache
+out=${OUT:-$cache/out}
+mkdir -p "$cache" "$out/surfaces" "$cache/surfaces"
+export HONE_CACHE_DIR=$cache HONE_DATA_DIR=$root
 
 # 1. hone and llama.cpp with CUDA (as scripts/gpu-session.sh does).
 if [ ! -x "$cache/hone-portable/bin/hone" ] || ! cmp -s "$root/.device/hone-portable.tar.gz" "$cache/hone-portable.tar.gz"; then
