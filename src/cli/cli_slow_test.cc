@@ -127,6 +127,26 @@ TEST_F(CliTest, SearchCompareDriftIsSaidAndBounded) {
   EXPECT_NE(RunHone({"search", "compare", "--surface", surface, "--screen-recheck", "-1"}).status.code, 0);
 }
 
+// `hone search compare` on a recording under way (a shard between device calls: points
+// not measured yet) names the file and refuses, instead of replaying those points as
+// launch failures.
+TEST_F(CliTest, SearchCompareRefusesARecordingUnderWay) {
+  ASSERT_OK_AND_ASSIGN(std::string text,
+                       sys::ReadFile(testing::SourceDir() / "bench/search/surface-tiny-c2.json"));
+  nlohmann::json j = nlohmann::json::parse(text);
+  int cleared = 0;
+  for (auto& p : j["points"]) {
+    if (cleared == 4 || p["config"] == j["stock"] || p["samples"].empty()) continue;
+    p["samples"] = nlohmann::json::array();
+    ++cleared;
+  }
+  ASSERT_OK(sys::WriteFileAtomic(Path("partial.json"), j.dump()));
+  auto r = RunHone({"search", "compare", "--surface", Path("partial.json"), "--seeds", "2", "--budgets", "4"});
+  EXPECT_NE(r.status.code, 0) << r.output;
+  EXPECT_NE(r.output.find(Path("partial.json") + ": 4 of 192 points are not measured yet"), std::string::npos)
+      << r.output;
+}
+
 // `hone roofline --probe`: this host's CPU entry with the ceilings a session measures at
 // its start (read bandwidth, compute, the last-level cache), and a clear error where the
 // table has no entry for this host.

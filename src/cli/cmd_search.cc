@@ -438,7 +438,7 @@ int RunCompare(const SearchOpts& o, const Context& ctx) {
     if (!catalog) return ReportError(catalog.error());
     co.surface_name = fs::path(path).stem().string();
     auto report = lab::Compare(*surface, *catalog, *heuristics, co);
-    if (!report) return ReportError(report.error());
+    if (!report) return ReportError(Error{report.error().code, path + ": " + report.error().message, {}});
     std::string text = lab::FormatCompare(*surface, *report, path);
     std::fputs(text.c_str(), stdout);
     std::fputs("\n", stdout);

@@ -248,6 +248,21 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
                               const search::Heuristics& heuristics, const CompareOptions& options) {
   const search::SurfacePoint* stock = surface.Find(surface.stock());
   if (!stock || stock->samples.empty()) return FailedPrecondition("the surface's stock point was not measured");
+  // A recording still under way (a shard between device calls) would be replayed with
+  // its unmeasured points as launch failures, and a surface without a repeated point as
+  // noiseless: neither is the surface the comparison would claim to be of.
+  const auto unmeasured = std::count_if(surface.points().begin(), surface.points().end(),
+                                        [](const search::SurfacePoint& p) { return p.samples.empty() && !p.failed(); });
+  if (unmeasured > 0) {
+    return FailedPrecondition(std::to_string(unmeasured) + " of " + std::to_string(surface.points().size()) +
+                              " points are not measured yet (a recording under way?): a replay would take them for "
+                              "launch failures; `hone search record` continues the recording");
+  }
+  if (!options.protocol.noise && surface.repeated() == 0) {
+    return FailedPrecondition(
+        "no point was measured twice, so the noise of one trial is unknown: record repeats (`hone search record "
+        "--repeat-fraction`) or give the noise (--noise)");
+  }
   const search::SurfacePoint* best = surface.Best();
   if (!best) return FailedPrecondition("the surface has no measured point that passes the accuracy gate");
   if (options.seeds < 1) return InvalidArgument("--seeds must be at least 1");

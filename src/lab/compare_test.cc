@@ -226,14 +226,48 @@ TEST_F(CompareTest, FailedCandidatesAreCountedPerStrategy) {
 
 TEST_F(CompareTest, RefusesWhatItCannotReplay) {
   search::ResponseSurface s = search::ResponseSurface::Grid({{"nope", {"1", "2"}}}, Config{{"nope", "1"}});
-  s.mutable_points()[0].samples = {1};
-  s.mutable_points()[1].samples = {2};
+  s.mutable_points()[0].samples = {1, 1};
+  s.mutable_points()[1].samples = {2, 2};
   auto r = Compare(s, demo_.catalog, demo_.heuristics, {});
   ASSERT_FALSE(r);
   EXPECT_NE(r.error().message.find("not in the demo catalog"), std::string::npos) << r.error().message;
   search::ResponseSurface unmeasured = DemoSurface(0.01);
   unmeasured.MutableFind(unmeasured.stock())->samples.clear();
   EXPECT_FALSE(Compare(unmeasured, demo_.catalog, demo_.heuristics, {}));
+}
+
+// A recording under way (points not measured yet) or one without a repeated point (the
+// noise unknown) is refused, not replayed as launch failures or as a noiseless host.
+TEST_F(CompareTest, RefusesAPartialRecordingAndAnUnknownNoise) {
+  CompareOptions o;
+  o.seeds = 2;
+  o.budgets = {4};
+  o.bootstrap = 10;
+  o.surface_name = "demo";
+  search::ResponseSurface partial = DemoSurface(0.01);
+  const Config best = partial.Best()->config;
+  int cleared = 0;
+  for (auto& p : partial.mutable_points()) {
+    if (cleared == 3 || p.config == partial.stock() || p.config == best) continue;
+    p.samples.clear();
+    ++cleared;
+  }
+  auto r = Compare(partial, demo_.catalog, demo_.heuristics, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("3 of 30 points are not measured yet"), std::string::npos) << r.error().message;
+  // A point that failed to launch is measured: its failure is what the replay shows.
+  for (auto& p : partial.mutable_points()) {
+    if (p.samples.empty()) p.failure_kind = "crashed";
+  }
+  EXPECT_OK(Compare(partial, demo_.catalog, demo_.heuristics, o));
+
+  search::ResponseSurface once = DemoSurface(0.01);
+  for (auto& p : once.mutable_points()) p.samples.resize(1);
+  r = Compare(once, demo_.catalog, demo_.heuristics, o);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("no point was measured twice"), std::string::npos) << r.error().message;
+  o.protocol.noise = 0.05;  // the noise given: the replay has what it needs
+  EXPECT_OK(Compare(once, demo_.catalog, demo_.heuristics, o));
 }
 
 // Under a keep bar of 10% an incumbent above 1/1.1 = 90.9% of the best can never be
