@@ -246,8 +246,6 @@ PCurve PerformanceCurve(const std::string& name, const std::vector<std::vector<d
 
 Result<CompareReport> Compare(const search::ResponseSurface& surface, const target::KnobCatalog& catalog,
                               const search::Heuristics& heuristics, const CompareOptions& options) {
-  const search::SurfacePoint* stock = surface.Find(surface.stock());
-  if (!stock || stock->samples.empty()) return FailedPrecondition("the surface's stock point was not measured");
   // A recording still under way (a shard between device calls) would be replayed with
   // its unmeasured points as launch failures, and a surface without a repeated point as
   // noiseless: neither is the surface the comparison would claim to be of.
@@ -263,6 +261,8 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
         "no point was measured twice, so the noise of one trial is unknown: record repeats (`hone search record "
         "--repeat-fraction`) or give the noise (--noise)");
   }
+  const search::SurfacePoint* stock = surface.Find(surface.stock());
+  if (!stock || stock->samples.empty()) return FailedPrecondition("the surface's stock point was not measured");
   const search::SurfacePoint* best = surface.Best();
   if (!best) return FailedPrecondition("the surface has no measured point that passes the accuracy gate");
   if (options.seeds < 1) return InvalidArgument("--seeds must be at least 1");
