@@ -249,10 +249,8 @@ Result<CompareReport> Compare(const search::ResponseSurface& surface, const targ
   // A recording still under way (a shard between device calls) would be replayed with
   // its unmeasured points as launch failures, and a surface without a repeated point as
   // noiseless: neither is the surface the comparison would claim to be of.
-  const auto unmeasured = std::count_if(surface.points().begin(), surface.points().end(),
-                                        [](const search::SurfacePoint& p) { return p.samples.empty() && !p.failed(); });
-  if (unmeasured > 0) {
-    return FailedPrecondition(std::to_string(unmeasured) + " of " + std::to_string(surface.points().size()) +
+  if (const int pending = surface.pending(); pending > 0) {
+    return FailedPrecondition(std::to_string(pending) + " of " + std::to_string(surface.points().size()) +
                               " points are not measured yet (a recording under way?): a replay would take them for "
                               "launch failures; `hone search record` continues the recording");
   }

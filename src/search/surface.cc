@@ -138,6 +138,10 @@ int ResponseSurface::repeated() const {
 int ResponseSurface::failed() const {
   return static_cast<int>(std::count_if(points_.begin(), points_.end(), [](const SurfacePoint& p) { return p.failed(); }));
 }
+int ResponseSurface::pending() const {
+  return static_cast<int>(
+      std::count_if(points_.begin(), points_.end(), [](const SurfacePoint& p) { return p.samples.empty() && !p.failed(); }));
+}
 
 std::string ResponseSurface::ToJson() const {
   json j;

@@ -115,10 +115,12 @@ class ResponseSurface {
   // point with >= 2 samples (with the n/(n-1) small-sample correction); 0 without
   // repeats. The comparison's noise model.
   double RelativeNoise() const;
-  // Points with samples / with >= 2 samples / failed.
+  // Points with samples / with >= 2 samples / failed / with neither a sample nor a
+  // failure (not taken yet: a recording under way).
   int measured() const;
   int repeated() const;
   int failed() const;
+  int pending() const;
   // `value` as a fraction of the best (direction-adjusted, 1.0 = the best).
   double Quality(double value) const;
 

@@ -66,11 +66,14 @@ left() { echo $(( slice - ( $(date +%s) - start ) )); }
 # session, else the committed one). A point not started yet takes any card. So one call,
 # e.g. `record-gpu.sh c4x1,c32,c64h100`, records what fits whichever card comes.
 command -v nvidia-smi >/dev/null || { echo "record-gpu: no nvidia-smi here: this host has no NVIDIA GPU to record on" >&2; exit 2; }
+# Where a point's shards are, newest first: what came back from an earlier call of this
+# session, else what an earlier session committed beside this script.
+shard_sources=("$root/.device/surfaces" "$root/bench/search/gpu")
 card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr '[:upper:]' '[:lower:]' | sed -E 's/[^a-z0-9]+/-/g; s/^-+//; s/-+$//')
 fits=()
 for op in "${oplist[@]}"; do
   shard=
-  for from in "$root/.device/surfaces" "$root/bench/search/gpu"; do
+  for from in "${shard_sources[@]}"; do
     f=$(ls "$from"/surface-gpu-8b-"$op".shard-0-of-*.json 2>/dev/null | head -1 || true)
     if [ -n "$f" ]; then shard=$f; break; fi
   done
@@ -128,10 +131,8 @@ spec=bench/search/gpu/$name.spec.yaml
 # 2. Shards: continue from what came back from earlier calls.
 for ((k = 0; k < gpus; k++)); do
   f=$name.shard-$k-of-$gpus.json
-  # From an earlier call of this session (.device/surfaces/, what came back), else from an
-  # earlier session (a shard committed beside this script).
-  for from in "$root/.device/surfaces/$f" "$root/bench/search/gpu/$f"; do
-    if [ ! -f "$cache/surfaces/$f" ] && [ -f "$from" ]; then cp "$from" "$cache/surfaces/$f"; fi
+  for from in "${shard_sources[@]}"; do
+    if [ ! -f "$cache/surfaces/$f" ] && [ -f "$from/$f" ]; then cp "$from/$f" "$cache/surfaces/$f"; fi
   done
 done
 case $op in
