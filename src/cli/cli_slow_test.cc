@@ -389,6 +389,12 @@ kb: {enabled: false}
   auto r = RunHone(args, 300s);
   ASSERT_EQ(r.status.code, 0) << LastLines(r.output, 30);
   EXPECT_NE(r.output.find("4 of 4 points measured"), std::string::npos) << LastLines(r.output, 30);
+  // The stock is measured first (the grid's first point is threads=1 weights=f16).
+  {
+    const size_t first = r.output.find("] s0001 ");
+    ASSERT_NE(first, std::string::npos) << r.output;
+    EXPECT_EQ(r.output.substr(first + 8, 21), "threads=2 weights=f16") << r.output.substr(first, 80);
+  }
   auto load = [&] { return nlohmann::json::parse(sys::ReadFile(out).value_or("{}"), nullptr, false); };
   SCOPED_TRACE(LastLines(r.output, 20));
   nlohmann::json surface = load();

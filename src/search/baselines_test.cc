@@ -98,6 +98,45 @@ TEST_F(BaselinesTest, SurfaceRoundTripsAndMeasuresItsNoise) {
   EXPECT_NE(r.error().message.find("stock configuration is not a grid point"), std::string::npos);
 }
 
+// `hone search record`'s order: the stock first (a recording cut short has its reference),
+// every other point once in a shuffled order, the further passes, the repeat share and two
+// more looks at the stock; a recording under way keeps its set of repeats whatever the
+// first pass's order, and each shard takes only its own points.
+TEST_F(BaselinesTest, ARecordingMeasuresTheStockFirst) {
+  ResponseSurface s = Surface(0.05);  // 30 points; the stock a=4 b=x c=on
+  const SurfacePoint* stock = s.Find(s.stock());
+  ASSERT_NE(stock, nullptr);
+  const size_t si = static_cast<size_t>(stock - s.points().data());
+  ASSERT_NE(si, 0u);  // the grid's first point is not the stock: the order is the plan's doing
+  for (uint64_t seed : {1u, 2u, 42u}) {
+    std::vector<RecordStep> plan = RecordPlan(s, 2, 0.25, seed);
+    ASSERT_EQ(plan.size(), 30u + 30u + 8u + 2u);
+    EXPECT_EQ(plan[0].point, si);
+    EXPECT_EQ(plan[0].wanted, 1u);
+    std::vector<int> first(30, 0), second(30, 0);
+    for (size_t k = 0; k < 30; ++k) first[plan[k].point] += plan[k].wanted == 1;
+    for (size_t k = 30; k < 60; ++k) second[plan[k].point] += plan[k].wanted == 2;
+    EXPECT_EQ(first, std::vector<int>(30, 1));  // each point exactly once in the first pass
+    EXPECT_EQ(second, std::vector<int>(30, 1));
+    EXPECT_EQ(plan[68].point, si);
+    EXPECT_EQ(plan[69].wanted, 4u);
+  }
+  // A continuation replans from the same seed in a new process: the same plan.
+  std::vector<RecordStep> a = RecordPlan(s, 1, 0.5, 7), b = RecordPlan(s, 1, 0.5, 7);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k) EXPECT_EQ(a[k].point, b[k].point);
+  // Shards: the stock first in its own shard, absent from the others.
+  const int shards = 3;
+  for (int k = 0; k < shards; ++k) {
+    std::vector<RecordStep> part = RecordPlan(s, 1, 0, 42, k, shards);
+    ASSERT_FALSE(part.empty());
+    for (const RecordStep& st : part) EXPECT_EQ(static_cast<int>(st.point % shards), k);
+    if (static_cast<int>(si % shards) == k) {
+      EXPECT_EQ(part[0].point, si);
+    }
+  }
+}
+
 // A surface grows over sessions: more values of a knob and another knob, its recorded
 // points carried onto the larger grid (at the stock's value of the added knob), nothing
 // else; a grid that drops a value or an axis, or moves the stock, is another grid.

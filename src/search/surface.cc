@@ -237,18 +237,24 @@ std::vector<RecordStep> RecordPlan(const ResponseSurface& surface, int repeats, 
   };
   std::vector<RecordStep> plan;
   std::vector<size_t> order = shuffled();
-  for (size_t i : order) plan.push_back({i, 1});
+  // The stock first: a recording cut short (a GPU surface takes sessions) has the point
+  // every other is read against. The rest keep the shuffled order, and `order` stays as
+  // drawn: the repeats below are picked from it, so a recording under way keeps its set.
+  const SurfacePoint* stock = surface.Find(surface.stock());
+  const size_t stock_index = stock ? static_cast<size_t>(stock - surface.points().data()) : n;
+  if (stock) plan.push_back({stock_index, 1});
+  for (size_t i : order) {
+    if (i != stock_index) plan.push_back({i, 1});
+  }
   const size_t passes = static_cast<size_t>(std::max(1, repeats));
   for (size_t pass = 2; pass <= passes; ++pass) {
     for (size_t i : shuffled()) plan.push_back({i, pass});
   }
   size_t extra = static_cast<size_t>(repeat_fraction * static_cast<double>(n) + 0.5);
   for (size_t k = 0; k < extra && k < n; ++k) plan.push_back({order[(k * 7 + 3) % n], passes + 1});
-  const SurfacePoint* stock = surface.Find(surface.stock());
   if (stock) {
-    size_t s = static_cast<size_t>(stock - surface.points().data());
-    plan.push_back({s, passes + 1});
-    plan.push_back({s, passes + 2});
+    plan.push_back({stock_index, passes + 1});
+    plan.push_back({stock_index, passes + 2});
   }
   if (shards > 1) {
     std::erase_if(plan, [&](const RecordStep& st) {
