@@ -136,12 +136,12 @@ class ResponseSurface {
 
 // The order in which `hone search record` measures a grid: the stock first, then every
 // other point once in a shuffled order (drift spreads over the grid instead of following
-// one axis), then
-// `repeats - 1` more shuffled passes, then a second look at a `repeat_fraction` share
-// of the points, then two more of the stock: each step names a point and the number of
-// samples it should have after it (a step whose point already has them, or failed, is
-// skipped, so a recording continues where it stopped). With shards > 1 only the points
-// whose index is `shard` modulo `shards` (one recorder per GPU; MergeSurfaces joins them).
+// one axis), then `repeats - 1` more shuffled passes, then a second look at a
+// `repeat_fraction` share of the points, then two more of the stock: each step names a
+// point and the number of samples it should have after it (a step whose point already
+// has them, or failed, is skipped, so a recording continues where it stopped). With
+// shards > 1 only the points whose index is `shard` modulo `shards` (one recorder per
+// GPU; MergeSurfaces joins them).
 struct RecordStep {
   size_t point = 0;
   size_t wanted = 1;
