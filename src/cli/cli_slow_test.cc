@@ -147,6 +147,54 @@ TEST_F(CliTest, SearchCompareRefusesARecordingUnderWay) {
       << r.output;
 }
 
+// `hone search show` reads a recording under way as its shards: joined, the same as the
+// whole file, the stock's value and the best point as its changes from the stock; a
+// recording whose stock is not measured yet says so; a file that is not a surface is a
+// clear error.
+TEST_F(CliTest, SearchShowReadsARecordingFromItsShards) {
+  const std::string whole = (testing::SourceDir() / "bench/search/surface-tiny-c2.json").string();
+  ASSERT_OK_AND_ASSIGN(std::string text, sys::ReadFile(whole));
+  const nlohmann::json j = nlohmann::json::parse(text);
+  // Two shards: the points of even index in one, the odd in the other (as --shard 0/2, 1/2).
+  nlohmann::json part[2] = {j, j};
+  for (size_t i = 0; i < j["points"].size(); ++i) {
+    nlohmann::json& other = part[1 - i % 2]["points"][i];
+    other["samples"] = nlohmann::json::array();
+    other["seconds"] = nlohmann::json::array();
+    other["trial_ids"] = nlohmann::json::array();
+    other.erase("failure_kind");
+  }
+  ASSERT_OK(sys::WriteFileAtomic(Path("shard-0.json"), part[0].dump()));
+  ASSERT_OK(sys::WriteFileAtomic(Path("shard-1.json"), part[1].dump()));
+  auto all = RunHone({"search", "show", whole, "--top", "3"});
+  ASSERT_EQ(all.status.code, 0) << all.output;
+  auto joined = RunHone({"search", "show", Path("shard-0.json"), Path("shard-1.json"), "--top", "3"});
+  ASSERT_EQ(joined.status.code, 0) << joined.output;
+  auto body = [](const std::string& out) { return out.substr(out.find('\n') + 1); };  // after the file names
+  EXPECT_EQ(body(joined.output), body(all.output));
+  EXPECT_NE(joined.output.find("(joined as `hone search merge` joins them)"), std::string::npos) << joined.output;
+  EXPECT_NE(all.output.find("\nstock      "), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("x the stock\n"), std::string::npos) << all.output;
+  EXPECT_NE(all.output.find("\ntop 3 "), std::string::npos) << all.output;
+  // One shard alone is a recording under way whose stock may not be measured yet.
+  const bool stock_in_0 = [&] {
+    for (const auto& p : part[0]["points"]) {
+      if (p["config"] == j["stock"]) return !p["samples"].empty();
+    }
+    return false;
+  }();
+  auto half = RunHone({"search", "show", Path(stock_in_0 ? "shard-1.json" : "shard-0.json")});
+  ASSERT_EQ(half.status.code, 0) << half.output;
+  EXPECT_NE(half.output.find("not yet: a recording under way"), std::string::npos) << half.output;
+  EXPECT_NE(half.output.find(": not measured yet\n"), std::string::npos) << half.output;
+  EXPECT_NE(half.output.find("\nbest so far "), std::string::npos) << half.output;
+  // Not a surface.
+  ASSERT_OK(sys::WriteFileAtomic(Path("not.json"), "{}"));
+  auto bad = RunHone({"search", "show", Path("not.json")});
+  EXPECT_NE(bad.status.code, 0) << bad.output;
+  EXPECT_NE(bad.output.find(Path("not.json")), std::string::npos) << bad.output;
+}
+
 // `hone roofline --probe`: this host's CPU entry with the ceilings a session measures at
 // its start (read bandwidth, compute, the last-level cache), and a clear error where the
 // table has no entry for this host.

@@ -1,4 +1,4 @@
-// `hone search record|merge|compare|noise`: the search comparison harness.
+// `hone search record|merge|show|compare|noise`: the search comparison harness.
 //   record   measures a response surface: every combination of the given knob values,
 //            one real trial each (the session's trial executor: fresh server, warm-up,
 //            benchmark) per pass, each pass in a new shuffled order (--repeats), then
@@ -8,6 +8,8 @@
 //            KL divergence against the stock). Resumable: an existing output file is
 //            continued. --shard K/N records a share of the points (one recorder per GPU).
 //   merge    joins recordings of one grid (shards recorded on several GPUs).
+//   show     what a surface (or a recording's shards) holds, complete or under way: the
+//            counts, the noise, the stock, the best points, each value's mean and best.
 //   compare  runs hone's planner, random search, grid search and TPE on recorded
 //            surfaces at matched budgets over many seeds, every candidate judged by the
 //            session's protocol on the recorded noise (lab/compare.h).
@@ -55,8 +57,9 @@ struct SearchOpts {
   int quiet = -1;     // >= 0: wait for at most this many other runnable tasks before a trial
   double quiet_wait_s = 120;
   std::string run_dir;
-  // merge
+  // merge, show
   std::vector<std::string> inputs;
+  int top = 5;
   // compare
   std::vector<std::string> surfaces;
   int seeds = 100;
@@ -376,21 +379,34 @@ int RunRecord(const SearchOpts& o, const Context& ctx) {
   return sys::InterruptRequested() ? 130 : 0;
 }
 
-int RunMerge(const SearchOpts& o) {
+// The recordings named (shards of one grid, or one file), joined.
+Result<search::ResponseSurface> LoadJoined(const std::vector<std::string>& paths) {
   std::vector<search::ResponseSurface> parts;
-  for (const std::string& path : o.inputs) {
-    auto s = search::ResponseSurface::Load(path);
-    if (!s) return ReportError(s.error());
-    parts.push_back(std::move(*s));
+  for (const std::string& path : paths) {
+    HONE_ASSIGN_OR_RETURN(search::ResponseSurface s, search::ResponseSurface::Load(path));
+    parts.push_back(std::move(s));
   }
-  auto merged = search::MergeSurfaces(parts);
+  return search::MergeSurfaces(parts);
+}
+
+int RunMerge(const SearchOpts& o) {
+  auto merged = LoadJoined(o.inputs);
   if (!merged) return ReportError(merged.error());
   merged->info().erase("shard");
   if (auto s = merged->Save(o.out); !s) return ReportError(s.error());
   std::printf("%zu parts: %d of %zu points measured, %d repeated, %d failed, %d accuracy-checked; relative noise "
               "%.1f%%; wrote %s\n",
-              parts.size(), merged->measured(), merged->points().size(), merged->repeated(), merged->failed(),
+              o.inputs.size(), merged->measured(), merged->points().size(), merged->repeated(), merged->failed(),
               merged->accuracy_checked(), merged->RelativeNoise() * 100, o.out.c_str());
+  return 0;
+}
+
+int RunShow(const SearchOpts& o) {
+  auto merged = LoadJoined(o.inputs);
+  if (!merged) return ReportError(merged.error());
+  std::printf("surface    %s%s\n", Join(o.inputs, " + ").c_str(),
+              o.inputs.size() > 1 ? " (joined as `hone search merge` joins them)" : "");
+  std::fputs(search::DescribeSurface(*merged, o.top).c_str(), stdout);
   return 0;
 }
 
@@ -691,6 +707,11 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
   auto* merge = cmd->add_subcommand("merge", "Join recordings of the same grid (shards, or several runs)");
   merge->add_option("inputs", o->inputs, "Surface files")->required();
   merge->add_option("--out", o->out, "Merged surface file")->required();
+  auto* show = cmd->add_subcommand(
+      "show", "What a surface holds, complete or under way: counts, noise, the stock, the best points, each value's mean");
+  show->add_option("inputs", o->inputs, "Surface file, or the shards of one recording (joined as merge does)")
+      ->required();
+  show->add_option("--top", o->top, "Best points listed (default 5)")->check(CLI::NonNegativeNumber);
   auto* compare = cmd->add_subcommand(
       "compare", "Planner vs random, grid and TPE on recorded surfaces, each judged by the session's protocol");
   compare->add_option("--surface", o->surfaces, "Surface file from `hone search record` (repeat for several)")
@@ -739,6 +760,7 @@ Action RegisterSearch(CLI::App& app, const Context& ctx) {
     if (noise->parsed()) return RunNoise(*o, ctx);
     if (compare->parsed()) return RunCompare(*o, ctx);
     if (merge->parsed()) return RunMerge(*o);
+    if (show->parsed()) return RunShow(*o);
     return 2;
   };
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "search/drive_for_tests.h"
 #include "search/heuristics.h"
@@ -135,6 +136,54 @@ TEST_F(BaselinesTest, ARecordingMeasuresTheStockFirst) {
       EXPECT_EQ(part[0].point, si);
     }
   }
+}
+
+// `hone search show`: what a surface holds, read as a user reads a recording under way:
+// the stock's value or that it is not measured yet, the best (so far) as its changes from
+// the stock and its ratio to the stock, each value's mean and best, the noise once a
+// point was measured twice; for a metric to minimize, the best is the smallest.
+TEST_F(BaselinesTest, ASurfaceDescribesItselfCompleteOrUnderWay) {
+  ResponseSurface s = Surface(0.05);  // stock a=4 b=x c=on: 85; best a=8 b=z c=off: 136.5
+  s.info()["hardware"] = "cpu-test-8c";
+  std::string d = DescribeSurface(s, 2);
+  EXPECT_NE(d.find("points     30 of 30 measured, 30 repeated, 0 failed; 0 accuracy-checked, 0 fail the gate\n"),
+            std::string::npos) << d;
+  EXPECT_NE(d.find("objective  output_tps (maximize); recorded on cpu-test-8c\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("noise      7.1% relative spread of one trial (30 points measured more than once)"),
+            std::string::npos) << d;
+  EXPECT_NE(d.find("stock      a=4 b=x c=on: 85.0 (2 samples)\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("best       136.5 at a=8 b=z c=off  1.61x the stock\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("top 2 "), std::string::npos) << d;
+  EXPECT_NE(d.find("       130.0 (2)  a=8 b=z  1.53x the stock\n"), std::string::npos) << d;
+  // Only the top 2: not the third (116.0 at a=4 or a=16, b=z c=off).
+  EXPECT_EQ(d.find("(2)  b=z c=off"), std::string::npos) << d;
+  EXPECT_EQ(d.find("(2)  a=16 b=z c=off"), std::string::npos) << d;
+  // b=z over a's five values and c's two: 100 x mean(fa) 0.79 x 1.3 x mean(fc) 1.025.
+  EXPECT_NE(d.find("  z: 105.3, best 136.5 (10)"), std::string::npos) << d;
+
+  // Under way: the stock and the best not measured yet, one sample each elsewhere.
+  for (SurfacePoint& p : s.mutable_points()) p.samples.resize(1);
+  s.MutableFind(s.stock())->samples.clear();
+  s.MutableFind(Config{{"a", "8"}, {"b", "z"}, {"c", "off"}})->samples.clear();
+  s.mutable_points()[1].failure_kind = "out_of_memory";  // a=1 b=x c=off
+  s.mutable_points()[1].samples.clear();
+  d = DescribeSurface(s, 1);
+  EXPECT_NE(d.find("points     27 of 30 measured (2 not yet: a recording under way), 0 repeated, 1 failed"),
+            std::string::npos) << d;
+  EXPECT_NE(d.find("noise      unknown: no point measured twice yet\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("stock      a=4 b=x c=on: not measured yet\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("best so far 123.5 at a=8 b=z\n"), std::string::npos) << d;  // 130 x 0.95, no ratio
+  EXPECT_EQ(d.find("x the stock"), std::string::npos) << d;
+
+  // A metric to minimize: the best is the smallest (a=1 b=x c=on, 55 x 0.95).
+  s.set_maximize(false);
+  d = DescribeSurface(s, 0);
+  EXPECT_NE(d.find("(minimize)"), std::string::npos) << d;
+  ASSERT_NE(s.Best(), nullptr);
+  char best[32];
+  std::snprintf(best, sizeof best, "%.1f", s.Best()->mean());
+  EXPECT_NE(d.find(std::string("best so far ") + best + " at a=1\n"), std::string::npos) << d;
+  EXPECT_EQ(d.find("top "), std::string::npos) << d;
 }
 
 // A surface grows over sessions: more values of a knob and another knob, its recorded

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "core/rng.h"
@@ -364,6 +365,92 @@ Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts)
   }
   if (trials > 0) out.info()["trials"] = std::to_string(static_cast<int64_t>(trials));
   if (seconds > 0) out.info()["seconds"] = std::to_string(static_cast<int64_t>(seconds));
+  return out;
+}
+
+std::string DescribeSurface(const ResponseSurface& surface, int top) {
+  const bool max = surface.maximize();
+  auto better = [&](double a, double b) { return max ? a > b : a < b; };
+  auto fmt = [](const char* f, auto... args) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, f, args...);
+    return std::string(buf);
+  };
+  // A configuration as its changes from the stock.
+  auto changes = [&](const Config& c) {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : c.values()) {
+      if (surface.stock().GetOr(k, "") != v) out.push_back(k + "=" + v);
+    }
+    return out.empty() ? std::string("the stock") : Join(out, " ");
+  };
+  auto info = [&](const char* key) {
+    auto it = surface.info().find(key);
+    return it == surface.info().end() ? std::string() : it->second;
+  };
+  const size_t n = surface.points().size();
+  std::string out;
+  out += fmt("points     %d of %zu measured", surface.measured(), n);
+  if (surface.pending() > 0) out += fmt(" (%d not yet: a recording under way)", surface.pending());
+  out += fmt(", %d repeated, %d failed; %d accuracy-checked, %d fail the gate\n", surface.repeated(), surface.failed(),
+             surface.accuracy_checked(), surface.accuracy_failed());
+  out += "objective  " + (info("objective").empty() ? std::string("the objective") : info("objective")) +
+         (max ? " (maximize)" : " (minimize)");
+  if (!info("hardware").empty()) out += "; recorded on " + info("hardware");
+  if (!info("workload").empty()) out += "; workload " + info("workload");
+  out += "\n";
+  out += surface.repeated() > 0
+             ? fmt("noise      %.1f%% relative spread of one trial (%d points measured more than once)\n",
+                   surface.RelativeNoise() * 100, surface.repeated())
+             : std::string("noise      unknown: no point measured twice yet\n");
+  const SurfacePoint* stock = surface.Find(surface.stock());
+  const double stock_mean = stock && !stock->samples.empty() ? stock->mean() : 0;
+  out += "stock      " + surface.stock().ToString() + ": ";
+  if (stock_mean > 0) {
+    out += fmt("%.1f (%zu samples)\n", stock_mean, stock->samples.size());
+  } else {
+    out += stock && stock->failed() ? "failed (" + stock->failure_kind + ")\n" : std::string("not measured yet\n");
+  }
+  auto versus = [&](double v) {
+    return stock_mean > 0 && v > 0 ? fmt("  %.2fx the stock", v / stock_mean) : std::string();
+  };
+  std::vector<const SurfacePoint*> ranked;
+  for (const SurfacePoint& p : surface.points()) {
+    if (!p.samples.empty() && p.accuracy_ok()) ranked.push_back(&p);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [&](const SurfacePoint* a, const SurfacePoint* b) { return better(a->mean(), b->mean()); });
+  if (ranked.empty()) {
+    out += "best       nothing measured that passes the accuracy gate\n";
+    return out;
+  }
+  out += fmt("best%s %.1f at ", surface.pending() > 0 ? " so far" : "      ", ranked[0]->mean()) +
+         changes(ranked[0]->config) + versus(ranked[0]->mean()) + "\n";
+  const size_t shown = std::min(ranked.size(), static_cast<size_t>(std::max(0, top)));
+  if (shown > 0) out += fmt("top %zu (mean of the samples, their count, the changes from the stock):\n", shown);
+  for (size_t i = 0; i < shown; ++i) {
+    const SurfacePoint& p = *ranked[i];
+    out += fmt("  %10.1f (%zu)  ", p.mean(), p.samples.size()) + changes(p.config) + versus(p.mean()) + "\n";
+  }
+  out += "by value (mean and best over the measured points that pass the gate, and their count):\n";
+  size_t width = 0;
+  for (const SurfaceAxis& a : surface.axes()) width = std::max(width, a.knob.size());
+  for (const SurfaceAxis& a : surface.axes()) {
+    out += "  " + a.knob + std::string(width - a.knob.size(), ' ');
+    for (const std::string& v : a.values) {
+      double sum = 0, best = 0;
+      int count = 0;
+      for (const SurfacePoint* p : ranked) {
+        if (p->config.GetOr(a.knob, "") != v) continue;
+        if (count == 0 || better(p->mean(), best)) best = p->mean();
+        sum += p->mean();
+        ++count;
+      }
+      out += count > 0 ? fmt("  %s: %.1f, best %.1f (%d)", v.c_str(), sum / count, best, count)
+                       : fmt("  %s: none (0)", v.c_str());
+    }
+    out += "\n";
+  }
   return out;
 }
 

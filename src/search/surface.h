@@ -180,4 +180,12 @@ Status CheckSameRecording(const std::map<std::string, std::string>& recorded,
 // recorded on another machine or workload (CheckSameRecording) are refused.
 Result<ResponseSurface> MergeSurfaces(const std::vector<ResponseSurface>& parts);
 
+// What a surface holds, for a reader (`hone search show`), complete or under way: the
+// counts, the noise of one trial, the stock's value (or that it is not measured yet),
+// the best so far and the `top` best points as their changes from the stock, and per
+// axis value the mean and best over the measured points that pass the accuracy gate.
+// Values are the objective's (direction-adjusted: "best" is the smallest for a metric to
+// minimize); ratios are against the stock where it was measured.
+std::string DescribeSurface(const ResponseSurface& surface, int top = 5);
+
 }  // namespace hone::search
