@@ -25,6 +25,8 @@
 # is fresh (4-5 min + 45 s), then records for the rest of the slice (default 540 s) on
 # every GPU at once, stopping the recorders with SIGKILL at the end (a recording
 # continues from its file: every trial is saved as it ends; the trial in flight is lost).
+# Each operating point's part of the output ends with `hone search show` of its shards
+# (counts, the stock, the best so far).
 # The shard files come back under $OUT/surfaces/; copy them to .device/surfaces/ here
 # before the next call (a fresh machine continues from them), and commit them beside
 # this script at the end of a session: the next session continues from those. When every shard is
@@ -199,6 +201,8 @@ fi
 # (The glob takes the recorders' own logs too, shard-K.log: every trial's line, and what a slow
 # or failed trial printed; a later call on the same machine appends to it.)
 cp "$cache/surfaces/$name".shard-* "$out/surfaces/" 2>/dev/null || true
+# Where the recording stands (counts, the stock, the best so far), in the call's output.
+"$hone" search show --top 3 "$cache/surfaces/$name".shard-*-of-"$gpus".json 2>&1 || true
 if [ "$done_all" = 1 ]; then
   "$hone" search merge --out "$out/$name.json" "$cache/surfaces/$name".shard-*-of-"$gpus".json
   log "complete: $out/$name.json"
